@@ -1,0 +1,175 @@
+"""The protocol every evaluation policy implements.
+
+A policy is evaluated on an :class:`EvaluationProblem` (shapes, costs, budget and
+prior, never the scores).  The loop that drives it, whether the simulator or a
+live evaluator, is
+
+    policy.reset(problem, rng)
+    while budget left:
+        request = policy.select()          # which arm, on which examples
+        if request is None: break          # the policy has nothing more to ask
+        scores = evaluate(request)         # one score in [0, 1] per example
+        policy.observe(request, scores)
+        policy.recommend()                 # anytime recommendation (an arm id)
+        policy.stop_signal                 # the policy's own stopping signal
+
+Bandit policies pull a few examples of one arm per request; configuration-level
+policies request every example of an arm at once.  Both are a :class:`Request`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EvaluationProblem", "Policy", "RandomExampleOrder", "Request", "validate_scores"]
+
+
+@dataclass(frozen=True)
+class EvaluationProblem:
+    """What a policy may know about the evaluation before it starts.
+
+    Attributes:
+        n_examples: ``N``, examples per arm.
+        costs: ``[K]`` raw cost of evaluating one example of each arm (all ones
+            under unit cost).
+        budget: spend limit, in the units of ``costs``.
+        prior_mean: ``mu_0``, the benchmark-level prior mean of an arm's score.
+        prior_var: ``v_0 > 0``, the prior variance.
+        binary: whether every score is 0 or 1.
+        features: ``[K, D]`` integer categorical codes of each arm's configuration,
+            or ``None``.
+    """
+
+    n_examples: int
+    costs: np.ndarray
+    budget: float
+    prior_mean: float = 0.5
+    prior_var: float = 0.04
+    binary: bool = True
+    features: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        costs = np.asarray(self.costs, dtype=np.float64)
+        if costs.ndim != 1 or costs.size == 0:
+            raise ValueError(f"costs must be a non-empty 1-D array, got shape {costs.shape}")
+        bad = np.flatnonzero(~(np.isfinite(costs) & (costs > 0)))
+        if bad.size:
+            raise ValueError(f"costs must be positive and finite; bad arms {bad[:10].tolist()}")
+        if isinstance(self.n_examples, bool) or int(self.n_examples) != self.n_examples or self.n_examples < 1:
+            raise ValueError(f"n_examples must be a positive integer, got {self.n_examples!r}")
+        if not (math.isfinite(self.budget) and self.budget > 0):
+            raise ValueError(f"budget must be positive and finite, got {self.budget!r}")
+        if not math.isfinite(self.prior_mean):
+            raise ValueError(f"prior_mean must be finite, got {self.prior_mean!r}")
+        if not (math.isfinite(self.prior_var) and self.prior_var > 0):
+            raise ValueError(f"prior_var must be positive and finite, got {self.prior_var!r}")
+        if self.features is not None and len(self.features) != costs.size:
+            raise ValueError(f"features has {len(self.features)} rows for {costs.size} arms")
+        object.__setattr__(self, "costs", costs)
+
+    @property
+    def n_arms(self) -> int:
+        return self.costs.size
+
+    @property
+    def exhaustive_cost(self) -> float:
+        """Cost of evaluating every arm on every example, ``N * sum_k c_k``."""
+        return float(self.n_examples * self.costs.sum())
+
+
+@dataclass(frozen=True)
+class Request:
+    """Evaluate arm ``arm`` on the example ids ``examples`` (distinct, unseen)."""
+
+    arm: int
+    examples: np.ndarray = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.examples)
+
+
+def validate_scores(request: Request, scores: Any) -> np.ndarray:
+    """Scores of a request as float64, or a ``ValueError`` that says what is wrong."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (request.size,):
+        raise ValueError(
+            f"arm {request.arm}: expected {request.size} scores for the requested examples, "
+            f"got shape {scores.shape}"
+        )
+    bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
+    if bad.any():
+        raise ValueError(
+            f"arm {request.arm}: scores must be finite and in [0, 1]; got "
+            f"{scores[bad][:5].tolist()} for examples {request.examples[bad][:5].tolist()}"
+        )
+    return scores
+
+
+class Policy(ABC):
+    """Adaptive evaluation policy: select / observe / recommend / stop signal.
+
+    Subclasses set the class attributes ``name`` (the ``policy=`` config name)
+    and ``label`` (its name in figures), take their hyperparameters in
+    ``__init__`` and keep all run state in attributes created by :meth:`reset`.
+    """
+
+    name: str = "policy"
+    label: str = "Policy"
+
+    @abstractmethod
+    def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
+        """Start a new run on ``problem``; all randomness comes from ``rng``."""
+
+    @abstractmethod
+    def select(self) -> Request | None:
+        """Next request, or ``None`` when the policy has nothing more to evaluate."""
+
+    @abstractmethod
+    def observe(self, request: Request, scores: np.ndarray) -> None:
+        """Record the ``[request.size]`` scores of a request made by :meth:`select`."""
+
+    @abstractmethod
+    def recommend(self) -> int:
+        """The arm the policy would recommend now."""
+
+    @property
+    def stop_signal(self) -> bool:
+        """True from the first time the policy's own stopping rule fires."""
+        return False
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """Hyperparameters recorded in each run's summary."""
+        return {}
+
+    def display_label(self, prior_name: str | None = None) -> str:
+        """Name of this configured policy in figures and summaries."""
+        return self.label
+
+
+class RandomExampleOrder:
+    """Independent uniformly random order of the ``N`` examples for each arm.
+
+    ``take(arm, b)`` hands out the next ``b`` unseen examples of ``arm``, so an
+    example is never evaluated twice.  Shapes: ``order [K, N]``, ``n_taken [K]``.
+    """
+
+    def __init__(self, n_arms: int, n_examples: int, rng: np.random.Generator) -> None:
+        base = np.broadcast_to(np.arange(n_examples, dtype=np.int64), (n_arms, n_examples))
+        self.order = rng.permuted(base, axis=1)
+        self.n_taken = np.zeros(n_arms, dtype=np.int64)
+
+    def remaining(self, arm: int) -> int:
+        return self.order.shape[1] - int(self.n_taken[arm])
+
+    def take(self, arm: int, size: int) -> np.ndarray:
+        start = int(self.n_taken[arm])
+        if size < 1 or start + size > self.order.shape[1]:
+            raise ValueError(f"arm {arm} has {self.remaining(arm)} unseen examples, {size} requested")
+        self.n_taken[arm] = start + size
+        return self.order[arm, start : start + size]
