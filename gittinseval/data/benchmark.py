@@ -1,0 +1,111 @@
+"""The :class:`Benchmark` container: a response matrix with its arms' metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Benchmark", "validate_matrix", "validate_prices"]
+
+
+def validate_matrix(scores: Any, source: str) -> np.ndarray:
+    """A ``[K, N]`` float64 score matrix in [0, 1], or an error naming ``source``."""
+    try:
+        matrix = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{source}: scores are not numeric ({error})") from error
+    if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] < 1:
+        raise ValueError(f"{source}: expected a non-empty 2-D arms x examples matrix, got shape {matrix.shape}")
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        rows = np.flatnonzero(~finite.all(axis=1))
+        raise ValueError(
+            f"{source}: the matrix has NaN or infinite scores in {rows.size} rows "
+            f"(rows {rows[:20].tolist()}{' ...' if rows.size > 20 else ''})"
+        )
+    outside = (matrix < 0) | (matrix > 1)
+    if outside.any():
+        rows = np.flatnonzero(outside.any(axis=1))
+        raise ValueError(
+            f"{source}: scores must lie in [0, 1]; rows {rows[:20].tolist()} have values in "
+            f"[{matrix.min():g}, {matrix.max():g}]"
+        )
+    return matrix
+
+
+def validate_prices(prices: Any, n_arms: int, source: str) -> np.ndarray:
+    """A ``[K]`` float64 vector of positive finite per-example prices."""
+    vector = np.asarray(prices, dtype=np.float64).reshape(-1)
+    if vector.size != n_arms:
+        raise ValueError(f"{source}: expected one cost per arm ({n_arms}), got {vector.size}")
+    bad = np.flatnonzero(~(np.isfinite(vector) & (vector > 0)))
+    if bad.size:
+        raise ValueError(
+            f"{source}: costs must be positive and finite; arms {bad[:20].tolist()} have "
+            f"{vector[bad][:5].tolist()}"
+        )
+    return vector
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A complete response matrix and what is known about its arms.
+
+    Attributes:
+        name: identifier used in summaries, e.g. ``"mmlu/moral_scenarios"``.
+        scores: ``[K, N]`` float64 scores in [0, 1].
+        prices: ``[K]`` raw per-example price of each arm (USD per 1M tokens for
+            the bundled data), or ``None`` if the benchmark has no prices.
+        arm_names: ``K`` readable arm names.
+        features: ``[K, D]`` int64 categorical configuration codes.
+        specific_prior: ``(mean, var)`` of the benchmark's data-specific prior,
+            or ``None``.
+        source, license: provenance of the data.
+        stand_in: true when the matrix is synthesised rather than released data.
+        details: further facts (subject, difficulty, size bucket, ...).
+    """
+
+    name: str
+    scores: np.ndarray = field(repr=False)
+    prices: np.ndarray | None = field(default=None, repr=False)
+    arm_names: tuple[str, ...] = field(default=(), repr=False)
+    features: np.ndarray | None = field(default=None, repr=False)
+    specific_prior: tuple[float, float] | None = None
+    source: str = ""
+    license: str = ""
+    stand_in: bool = False
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        scores = validate_matrix(self.scores, self.name)
+        object.__setattr__(self, "scores", scores)
+        n_arms = scores.shape[0]
+        if self.prices is not None:
+            object.__setattr__(self, "prices", validate_prices(self.prices, n_arms, f"{self.name} costs"))
+        names = tuple(self.arm_names) or tuple(f"arm_{k}" for k in range(n_arms))
+        if len(names) != n_arms:
+            raise ValueError(f"{self.name}: {len(names)} arm names for {n_arms} arms")
+        object.__setattr__(self, "arm_names", names)
+        features = np.arange(n_arms)[:, None] if self.features is None else np.asarray(self.features)
+        if features.ndim != 2 or features.shape[0] != n_arms:
+            raise ValueError(f"{self.name}: features must have shape [{n_arms}, D], got {features.shape}")
+        object.__setattr__(self, "features", features.astype(np.int64))
+
+    @property
+    def n_arms(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def n_examples(self) -> int:
+        return self.scores.shape[1]
+
+    @cached_property
+    def row_means(self) -> np.ndarray:
+        return self.scores.mean(axis=1)
+
+    @cached_property
+    def binary(self) -> bool:
+        return bool(np.all((self.scores == 0) | (self.scores == 1)))
