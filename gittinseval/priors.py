@@ -1,0 +1,53 @@
+"""Benchmark-level Gaussian priors on an arm's mean score (``prior=`` config group)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gittinseval.data import Benchmark
+
+__all__ = ["BenchmarkPrior", "GaussianPrior"]
+
+
+@dataclass(frozen=True)
+class GaussianPrior:
+    """``N(mean, var)`` shared by every arm; ``var`` must be positive."""
+
+    mean: float = 0.5
+    var: float = 0.04
+    name: str = "general"
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.mean):
+            raise ValueError(f"prior mean must be finite, got {self.mean!r}")
+        if not (math.isfinite(self.var) and self.var > 0):
+            raise ValueError(f"prior variance must be positive and finite, got {self.var!r}")
+
+    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
+        return self
+
+
+@dataclass(frozen=True)
+class BenchmarkPrior:
+    """The benchmark's data-specific prior (paper Table "prior settings").
+
+    ``mean`` or ``var``, when given, override the benchmark's value.
+    """
+
+    mean: float | None = None
+    var: float | None = None
+    name: str = "specific"
+
+    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
+        if benchmark.specific_prior is None and (self.mean is None or self.var is None):
+            raise ValueError(
+                f"benchmark {benchmark.name!r} has no data-specific prior; set prior.mean and "
+                "prior.var, or use prior=general"
+            )
+        default_mean, default_var = benchmark.specific_prior or (self.mean, self.var)
+        return GaussianPrior(
+            mean=default_mean if self.mean is None else self.mean,
+            var=default_var if self.var is None else self.var,
+            name=self.name,
+        )

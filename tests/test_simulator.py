@@ -1,0 +1,123 @@
+"""Simulator invariants: budget, regret, stopping record, determinism, output format."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
+from gittinseval.simulator import TRACE_COLUMNS, regret_at
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    rng = np.random.default_rng(0)
+    quality = rng.uniform(0.2, 0.8, size=30)
+    scores = (rng.uniform(size=(30, 64)) < quality[:, None]).astype(float)
+    prices = rng.choice([0.1, 0.5, 2.0], size=30)
+    return Benchmark("toy", scores, prices=prices)
+
+
+def run(benchmark, seed=0, costs=None, budget=0.1, **policy_kwargs):
+    costs = np.ones(benchmark.n_arms) if costs is None else costs
+    return simulate(benchmark, GittinsPolicy(**policy_kwargs), costs, GaussianPrior(), budget_fraction=budget, seed=seed)
+
+
+@pytest.mark.parametrize("cost_aware", [False, True])
+def test_budget_is_checked_after_each_batch(benchmark, cost_aware):
+    costs = benchmark.prices if cost_aware else np.ones(benchmark.n_arms)
+    result = run(benchmark, costs=costs, batch_size=4)
+    trace, summary = result.trace, result.summary
+    batch_costs = trace["batch_size"] * costs[trace["arm"]]
+    np.testing.assert_allclose(trace["cost"], np.cumsum(batch_costs))
+    exhaustive = benchmark.n_examples * costs.sum()
+    assert summary["exhaustive_cost"] == pytest.approx(exhaustive)
+    budget = 0.1 * exhaustive
+    assert trace["cost"][-1] >= budget > trace["cost"][-1] - batch_costs[-1]
+    np.testing.assert_allclose(trace["cost_pct"], 100 * trace["cost"] / exhaustive)
+    assert summary["total_cost"] == pytest.approx(trace["cost"][-1])
+
+
+def test_regret_is_that_of_the_recommended_row(benchmark):
+    result = run(benchmark, batch_size=4)
+    means = benchmark.scores.mean(axis=1)
+    np.testing.assert_allclose(result.trace["regret"], means.max() - means[result.trace["recommended"]])
+    assert result.summary["final_regret"] == result.trace["regret"][-1]
+
+
+def test_same_seed_same_trace_other_seed_other_trace(benchmark):
+    first, again, other = run(benchmark, seed=3), run(benchmark, seed=3), run(benchmark, seed=4)
+    for name in TRACE_COLUMNS:
+        np.testing.assert_array_equal(first.trace[name], again.trace[name])
+    assert not np.array_equal(first.trace["arm"][:50], other.trace["arm"][:50])
+
+
+def test_run_goes_past_the_stopping_signal_and_records_it(benchmark):
+    result = run(benchmark, budget=1.0, batch_size=8, lam=1e-3)
+    summary = result.summary
+    assert summary["stop_step"] is not None
+    assert summary["stop_step"] < summary["n_steps"]
+    assert summary["stop_cost_pct"] == result.trace["cost_pct"][summary["stop_step"] - 1]
+    # With the full budget every arm is evaluated on every example.
+    assert summary["total_cost"] == pytest.approx(summary["exhaustive_cost"])
+    assert summary["final_regret"] == 0.0
+
+
+def test_regret_at_takes_the_last_batch_within_the_budget():
+    cost_pct = np.array([0.5, 0.9, 1.0, 1.7, 2.4, 6.0])
+    regret = np.array([0.5, 0.4, 0.3, 0.2, 0.1, 0.0])
+    assert regret_at(cost_pct, regret, 1) == 0.3
+    assert regret_at(cost_pct, regret, 2) == 0.2
+    assert regret_at(cost_pct, regret, 5) == 0.1
+    assert regret_at(cost_pct, regret, 0.1) is None
+
+
+def test_summary_and_trace_round_trip(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    header = (tmp_path / "trace.csv").read_text().splitlines()[0]
+    assert header == "step,arm,batch_size,cost,cost_pct,recommended,regret"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    required = {
+        "benchmark", "policy", "seed", "prior_mean", "prior_var", "batch_size", "lam", "kappa",
+        "cost_mode", "budget_fraction", "exhaustive_cost", "total_cost", "stop_cost_pct",
+        "final_regret", "regret_at_1pct", "regret_at_2pct", "regret_at_5pct", "wall_time_s",
+    }
+    assert required <= summary.keys()
+    loaded = RunResult.load(tmp_path)
+    for name in TRACE_COLUMNS:
+        np.testing.assert_allclose(loaded.trace[name], result.trace[name], rtol=1e-9)
+
+
+class RepeatingPolicy(Policy):
+    """A faulty policy that asks for the same cells again."""
+
+    def reset(self, problem, rng):
+        pass
+
+    def select(self):
+        return Request(0, np.array([0, 1]))
+
+    def observe(self, request, scores):
+        pass
+
+    def recommend(self):
+        return 0
+
+
+def test_a_policy_cannot_evaluate_a_cell_twice(benchmark):
+    with pytest.raises(ValueError, match="examples of arm 0 twice"):
+        simulate(benchmark, RepeatingPolicy(), np.ones(benchmark.n_arms), GaussianPrior())
+
+
+@pytest.mark.parametrize("budget", [0.0, 1.5, -0.1])
+def test_budget_fraction_must_be_in_unit_interval(benchmark, budget):
+    with pytest.raises(ValueError, match="budget must be a fraction"):
+        run(benchmark, budget=budget)
+
+
+def test_costs_must_be_positive(benchmark):
+    costs = np.ones(benchmark.n_arms)
+    costs[4] = 0.0
+    with pytest.raises(ValueError, match="costs must be positive and finite; bad arms \\[4\\]"):
+        run(benchmark, costs=costs)
