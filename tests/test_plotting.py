@@ -1,0 +1,59 @@
+"""Curve aggregation: shared grid, no extrapolation, mean ± SE, mean stopping cost."""
+
+import numpy as np
+import pytest
+
+from gittinseval.plotting import aggregate_runs, plot_sweep
+from gittinseval.simulator import RunResult
+
+
+def fake_run(cost_pct, regret, label="GittinsEval-G", stop=None, benchmark="toy", seed=0):
+    cost_pct, regret = np.asarray(cost_pct, float), np.asarray(regret, float)
+    n = len(cost_pct)
+    trace = {
+        "step": np.arange(1, n + 1),
+        "arm": np.zeros(n, int),
+        "batch_size": np.ones(n, int),
+        "cost": cost_pct,
+        "cost_pct": cost_pct,
+        "recommended": np.zeros(n, int),
+        "regret": regret,
+    }
+    summary = {"benchmark": benchmark, "label": label, "stop_cost_pct": stop, "cost_mode": "unit",
+               "stand_in": False, "seed": seed}
+    return RunResult(trace, summary)
+
+
+def test_runs_are_interpolated_without_extrapolation():
+    runs = [fake_run([1, 2, 3], [0.3, 0.1, 0.0], stop=2.0), fake_run([1, 5], [0.5, 0.1], stop=4.0, seed=1)]
+    (curve,) = aggregate_runs(runs, grid_points=5)
+    np.testing.assert_allclose(curve.grid, [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(curve.count, [2, 2, 2, 1, 1])
+    second = np.interp(curve.grid, [1, 5], [0.5, 0.1])
+    first = np.array([0.3, 0.1, 0.0])
+    np.testing.assert_allclose(curve.mean[:3], (first + second[:3]) / 2)
+    np.testing.assert_allclose(curve.mean[3:], second[3:])
+    np.testing.assert_allclose(curve.stderr[:3], np.abs(first - second[:3]) / 2)  # std(ddof=1)/sqrt(2)
+    np.testing.assert_array_equal(curve.stderr[3:], 0.0)
+    assert curve.stop_pct == pytest.approx(3.0) and curve.n_stopped == 2
+
+
+def test_groups_by_label_and_default_grid_has_350_points():
+    runs = [fake_run([0, 1], [0.2, 0.0], label=label, seed=s) for label in ("A", "B") for s in range(3)]
+    curves = aggregate_runs(runs)
+    assert [c.label for c in curves] == ["A", "B"]
+    assert all(c.grid.size == 350 and c.n_runs == 3 and c.stop_pct is None for c in curves)
+
+
+def test_plot_sweep_writes_a_png(tmp_path):
+    for seed in range(3):
+        fake_run([0.5, 1, 2], [0.2, 0.1, 0.0], stop=1.0, seed=seed).save(tmp_path / str(seed))
+    figures, curves = plot_sweep(tmp_path)
+    assert figures == [tmp_path / "regret.png"]
+    assert figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert curves[0].n_runs == 3
+
+
+def test_plot_sweep_without_runs_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no runs"):
+        plot_sweep(tmp_path)
