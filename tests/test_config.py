@@ -1,0 +1,206 @@
+"""The Hydra app: every config group composes and instantiates; bad keys fail clearly."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException, InstantiationException
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from gittinseval import BenchmarkPrior, GaussianPrior, GittinsPolicy, PriceCost, UnitCost
+from gittinseval.cli import CONFIG_DIR
+from gittinseval.data import Benchmark
+from gittinseval.experiment import run_experiment
+from gittinseval.loggers import NullLogger, WandbLogger
+
+GROUPS = {
+    group: sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+    for group in ("benchmark", "policy", "prior", "cost", "logger", "experiment")
+}
+
+
+def compose_config(*overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.fixture
+def matrix_path(tmp_path):
+    rng = np.random.default_rng(0)
+    scores = (rng.uniform(size=(12, 40)) < rng.uniform(0.2, 0.8, size=(12, 1))).astype(float)
+    np.save(tmp_path / "scores.npy", scores)
+    np.save(tmp_path / "costs.npy", rng.choice([0.5, 1.0, 4.0], size=12))
+    return tmp_path
+
+
+def test_expected_options_exist():
+    assert {"mmlu", "alpacaeval", "matrix"} <= set(GROUPS["benchmark"])
+    assert "gittins" in GROUPS["policy"]
+    assert GROUPS["prior"] == ["general", "specific"]
+    assert GROUPS["cost"] == ["aware", "unit"]
+    assert GROUPS["logger"] == ["none", "wandb"]
+    assert "main" in GROUPS["experiment"]
+
+
+@pytest.mark.parametrize("name", ["mmlu", "alpacaeval"])
+def test_bundled_benchmarks_instantiate(name):
+    benchmark = instantiate(compose_config(f"benchmark={name}").benchmark)
+    assert isinstance(benchmark, Benchmark) and benchmark.prices is not None
+
+
+def test_matrix_benchmark_instantiates(matrix_path):
+    cfg = compose_config(
+        "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", f"benchmark.costs={matrix_path / 'costs.npy'}"
+    )
+    benchmark = instantiate(cfg.benchmark)
+    assert benchmark.scores.shape == (12, 40) and benchmark.prices.shape == (12,)
+
+
+def test_policy_prior_cost_logger_groups_instantiate():
+    cfg = compose_config("policy=gittins", "policy.batch_size=4", "policy.kappa=0")
+    policy = instantiate(cfg.policy)
+    assert isinstance(policy, GittinsPolicy) and policy.batch_size == 4 and policy.kappa == 0
+    assert instantiate(compose_config("prior=general").prior) == GaussianPrior(0.5, 0.04, "general")
+    specific = instantiate(compose_config("prior=specific", "prior.var=0.05").prior)
+    assert isinstance(specific, BenchmarkPrior) and specific.var == 0.05
+    assert isinstance(instantiate(compose_config("cost=unit").cost), UnitCost)
+    assert isinstance(instantiate(compose_config("cost=aware").cost), PriceCost)
+    assert isinstance(instantiate(compose_config("logger=none").logger), NullLogger)
+    wandb_logger = instantiate(compose_config("logger=wandb").logger)
+    assert isinstance(wandb_logger, WandbLogger)
+    assert wandb_logger.mode == os.environ.get("WANDB_MODE", "offline")
+
+
+def test_specific_prior_resolves_from_the_benchmark():
+    cfg = compose_config("benchmark=mmlu", "benchmark.subject=high_school_psychology", "prior=specific")
+    prior = instantiate(cfg.prior).resolve(instantiate(cfg.benchmark))
+    assert (prior.mean, prior.var) == (0.75, 0.01)
+    cfg = compose_config("benchmark=mmlu", "prior=specific", "prior.mean=0.3")
+    prior = instantiate(cfg.prior).resolve(instantiate(cfg.benchmark))
+    assert (prior.mean, prior.var) == (0.3, 0.02)
+
+
+def test_main_experiment_sweeps_both_priors_over_20_seeds():
+    cfg = compose_config("experiment=main")
+    assert cfg.benchmark.subject == "moral_scenarios"
+    assert cfg.cost._target_ == "gittinseval.PriceCost"
+
+
+def test_wrong_config_key_is_an_error():
+    with pytest.raises(ConfigCompositionException, match="batchsize"):
+        compose_config("policy.batchsize=4")
+    with pytest.raises(ConfigCompositionException, match="nonexistent"):
+        compose_config("policy=nonexistent")
+
+
+def test_unknown_subject_is_an_error():
+    cfg = compose_config("benchmark.subject=astrology")
+    with pytest.raises(InstantiationException, match="unknown MMLU subject 'astrology'"):
+        instantiate(cfg.benchmark)
+
+
+def test_specific_prior_needs_a_benchmark_prior(matrix_path):
+    cfg = compose_config("benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", "prior=specific")
+    with pytest.raises(ValueError, match="has no data-specific prior; set prior.mean and prior.var"):
+        instantiate(cfg.prior).resolve(instantiate(cfg.benchmark))
+
+
+def test_cost_aware_needs_prices(matrix_path):
+    cfg = compose_config("benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", "cost=aware")
+    with pytest.raises(ValueError, match="has no per-arm prices; use cost=unit"):
+        instantiate(cfg.cost)(instantiate(cfg.benchmark))
+
+
+def test_run_experiment_writes_the_public_format(matrix_path, tmp_path):
+    cfg = compose_config(
+        "benchmark=matrix",
+        f"benchmark.path={matrix_path / 'scores.npy'}",
+        f"benchmark.costs={matrix_path / 'costs.npy'}",
+        "prior=general",
+        "cost=aware",
+        "logger=none",
+        "policy.batch_size=4",
+        "seed=7",
+    )
+    out = tmp_path / "run"
+    result = run_experiment(cfg, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(result.summary))
+    assert summary["seed"] == 7 and summary["cost_mode"] == "aware" and summary["prior"] == "general"
+    assert summary["label"] == "GittinsEval-G" and summary["batch_size"] == 4
+    assert (out / "trace.csv").read_text().startswith("step,arm,batch_size,cost,cost_pct,recommended,regret\n")
+
+
+def test_wandb_logger_writes_an_offline_run_inside_the_run_directory(matrix_path, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    cfg = compose_config(
+        "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", "prior=general", "cost=unit", "logger=wandb"
+    )
+    out = tmp_path / "run"
+    run_experiment(cfg, out, name="seed=0", group="sweep")
+    runs = list((out / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert (runs[0] / "files" / "trace.csv").is_file()
+
+
+def test_cli_multirun_with_joblib_launcher(matrix_path, tmp_path):
+    sweep = tmp_path / "sweep"
+    command = [
+        sys.executable, "-m", "gittinseval", "-m",
+        "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}",
+        "cost=unit", "logger=none", "prior.mean=0.5", "prior.var=0.04",
+        "seed=0,1", "policy.kappa=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep}",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    summaries = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/summary.json"))]
+    assert sorted((s["seed"], s["kappa"]) for s in summaries) == [(0, 0.0), (0, 1.0), (1, 0.0), (1, 1.0)]
+
+
+def test_resolved_config_is_plain_data():
+    cfg = compose_config("logger=none")
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert container["seed"] == 0 and container["budget"] == 0.1
+    assert Path(CONFIG_DIR / "config.yaml").is_file()
+
+
+def readme_block(first_line):
+    """The fenced code block of README.md whose first line is ``first_line``."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for block in text.split("```")[1::2]:
+        body = block.split("\n", 1)[1]
+        if body.startswith(first_line):
+            return body
+    raise AssertionError(f"README.md has no code block starting with {first_line!r}")
+
+
+def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, tmp_path, monkeypatch):
+    # The README's example baseline, kept outside the repository and found through
+    # hydra.searchpath, runs end to end with no edit to the package.
+    package = tmp_path / "userbaselines"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "greedy.py").write_text(readme_block("# baselines/greedy.py"))
+    (tmp_path / "conf" / "policy").mkdir(parents=True)
+    yaml = readme_block("# conf/policy/greedy.yaml").replace("baselines.greedy", "userbaselines.greedy")
+    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(yaml)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = compose_config(
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "policy=greedy",
+        "benchmark=matrix",
+        f"benchmark.path={matrix_path / 'scores.npy'}",
+        "prior=general",
+        "cost=unit",
+        "logger=none",
+    )
+    result = run_experiment(cfg, tmp_path / "run")
+    assert result.summary["policy"] == "greedy" and result.summary["label"] == "Greedy"
+    assert result.summary["total_cost"] >= 48  # 10% of 12 arms x 40 examples
