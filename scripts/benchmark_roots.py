@@ -1,0 +1,60 @@
+"""Time the root tables and the policy's per-batch overhead (a benchmark, not a test).
+
+    python scripts/benchmark_roots.py [--repeats 5]
+
+Prints the median time of one root table (N = 1534, B = 8, P = 1025), of the 15
+MMLU model-price tables in one batched call and as 15 separate calls, and the time
+per select/observe/recommend cycle of GittinsPolicy with K = 1500 arms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from gittinseval import EvaluationProblem, GittinsPolicy, root_schedule
+from gittinseval.data import load_mmlu
+
+
+def median_seconds(function, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    benchmark = load_mmlu("professional_law")
+    costs = 1e-4 * benchmark.prices[::100]  # the 15 model prices
+
+    one = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs[0]), args.repeats)
+    batched = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs), args.repeats)
+    separate = median_seconds(lambda: [root_schedule(1534, 8, 0.04, c) for c in costs], args.repeats)
+    print(f"root table N=1534 B=8 P=1025 (H=192):    {1e3 * one:8.1f} ms")
+    print(f"{len(costs)} tables in one call:                {1e3 * batched:8.1f} ms")
+    print(f"{len(costs)} tables in separate calls:          {1e3 * separate:8.1f} ms  (ratio {separate / batched:.2f})")
+
+    scores = benchmark.scores
+    problem = EvaluationProblem(benchmark.n_examples, benchmark.prices, 1e9, 0.4, 0.02)
+    policy = GittinsPolicy(batch_size=8)
+    policy.reset(problem, np.random.default_rng(0))
+    n_steps = 5000
+    start = time.perf_counter()
+    for _ in range(n_steps):
+        request = policy.select()
+        policy.observe(request, scores[request.arm, request.examples])
+        policy.recommend()
+    per_step = (time.perf_counter() - start) / n_steps
+    print(f"GittinsPolicy select+observe+recommend, K=1500: {1e6 * per_step:8.1f} us per batch")
+
+
+if __name__ == "__main__":
+    main()
