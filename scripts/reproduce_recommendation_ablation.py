@@ -39,11 +39,11 @@ def main() -> None:
     rules = {"posterior mean (kappa=0)": 0.0, "LCB (kappa=1)": 1.0}
     jobs = [(rule, s, seed) for rule in rules for s in SUBJECTS for seed in range(args.seeds)]
     values = Parallel(n_jobs=args.jobs)(delayed(regret_at_2pct)(s, seed, rules[rule]) for rule, s, seed in jobs)
-    print(f"MMLU Hard-Large, GittinsEval-G, cost-aware, B=8, lambda=1e-4: regret at 2% of exhaustive cost")
+    print("MMLU Hard-Large, GittinsEval-G, cost-aware, B=8, lambda=1e-4: regret at 2% of exhaustive cost")
     print(f"({len(SUBJECTS)} subjects x {args.seeds} runs, mean ± 1 SE)")
     print(f"{'rule':<26}{'measured':>22}{'paper':>22}")
     for rule in rules:
-        regrets = np.array([v for (r, _, _), v in zip(jobs, values) if r == rule])
+        regrets = np.array([v for (r, _, _), v in zip(jobs, values, strict=True) if r == rule])
         mean, se = regrets.mean(), regrets.std(ddof=1) / np.sqrt(regrets.size)
         paper_mean, paper_se = PAPER[rule]
         print(f"{rule:<26}{mean:>13.4f} ± {se:.4f}{paper_mean:>13.4f} ± {paper_se:.4f}")

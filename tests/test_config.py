@@ -56,7 +56,9 @@ def test_bundled_benchmarks_instantiate(name):
 
 def test_matrix_benchmark_instantiates(matrix_path):
     cfg = compose_config(
-        "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", f"benchmark.costs={matrix_path / 'costs.npy'}"
+        "benchmark=matrix",
+        f"benchmark.path={matrix_path / 'scores.npy'}",
+        f"benchmark.costs={matrix_path / 'costs.npy'}",
     )
     benchmark = instantiate(cfg.benchmark)
     assert benchmark.scores.shape == (12, 40) and benchmark.prices.shape == (12,)

@@ -77,8 +77,9 @@ def test_fft_smoothing_matches_direct_summation():
     n_points, delta, sigma = 65, 0.013, 0.05
     grid = -0.4 + delta * np.arange(n_points)
     values = np.stack([np.maximum(grid, 0.0), np.maximum(0, np.cumsum(rng.uniform(0, 1, n_points)) * delta - 0.2)])
-    smoothed = gaussian_smoothing(torch.tensor(values), torch.tensor([delta, delta], dtype=torch.float64), sigma).numpy()
-    for row, w in zip(smoothed, values):
+    deltas = torch.tensor([delta, delta], dtype=torch.float64)
+    smoothed = gaussian_smoothing(torch.tensor(values), deltas, sigma).numpy()
+    for row, w in zip(smoothed, values, strict=True):
         slopes = np.concatenate([[0.0], np.diff(w) / delta, [1.0]])
         kinks = np.diff(slopes)
         direct = [w[0] + sum(kinks[i] * ei((j - i) * delta, sigma) for i in range(n_points)) for j in range(n_points)]
@@ -90,7 +91,8 @@ def test_fft_smoothing_is_the_gaussian_expectation_of_the_extension():
     n_points, delta, sigma = 101, 0.01, 0.07
     grid = -0.5 + delta * np.arange(n_points)
     values = np.maximum(0.0, (grid + 0.1) ** 3 + 0.3 * np.maximum(grid, 0))
-    smoothed = gaussian_smoothing(torch.tensor(values[None]), torch.tensor([delta], dtype=torch.float64), sigma).numpy()[0]
+    deltas = torch.tensor([delta], dtype=torch.float64)
+    smoothed = gaussian_smoothing(torch.tensor(values[None]), deltas, sigma).numpy()[0]
     z = np.linspace(-9, 9, 200001)
     density = norm.pdf(z)
     for j in (0, 17, 50, 99):
@@ -138,7 +140,7 @@ def test_index_is_translation_invariant_and_equals_state_minus_root():
     for state in (0.2, 0.5, 0.9):
         position = np.searchsorted(s_grid, state)
 
-        def advantage(alpha):
+        def advantage(alpha, position=position):
             return _stopping_value(chain, cost, alpha, s_grid)[position] - alpha
 
         index = brentq(advantage, state - 1.0, state + 1.0, xtol=1e-12)
@@ -150,7 +152,7 @@ def test_roots_grow_with_cost_and_batching_matches_single_calls():
     table = root_schedule(200, 8, 0.04, costs)
     assert table.shape == (5, 25)
     assert np.all(np.diff(table, axis=0) > 0)
-    for row, cost in zip(table, costs):
+    for row, cost in zip(table, costs, strict=True):
         np.testing.assert_allclose(row, root_schedule(200, 8, 0.04, cost), rtol=0, atol=1e-12)
 
 

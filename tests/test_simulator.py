@@ -20,7 +20,8 @@ def benchmark():
 
 def run(benchmark, seed=0, costs=None, budget=0.1, **policy_kwargs):
     costs = np.ones(benchmark.n_arms) if costs is None else costs
-    return simulate(benchmark, GittinsPolicy(**policy_kwargs), costs, GaussianPrior(), budget_fraction=budget, seed=seed)
+    policy = GittinsPolicy(**policy_kwargs)
+    return simulate(benchmark, policy, costs, GaussianPrior(), budget_fraction=budget, seed=seed)
 
 
 @pytest.mark.parametrize("cost_aware", [False, True])
