@@ -13,6 +13,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
+    resolve_batch_size,
     validate_scores,
 )
 from gittinseval.roots import EmpiricalTargetChain, root_schedule
@@ -50,7 +51,8 @@ class GittinsPolicy(Policy):
     rule; kappa = 0: the posterior-mean rule).
 
     Args:
-        batch_size: ``B``, examples per pull.
+        batch_size: ``B``, examples per pull; ``None`` takes the benchmark's
+            default (MMLU: 2/4/8 by subject size), else 8.
         lam: ``lambda > 0``, the cost scale of the dynamic program.
         kappa: weight of the posterior sd in the recommendation.
         cell_var: working variance ``tau_cell^2`` of one score.
@@ -62,20 +64,21 @@ class GittinsPolicy(Policy):
 
     def __init__(
         self,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         lam: float = 1e-4,
         kappa: float = 1.0,
         cell_var: float = 0.25,
         grid_points: int = 1025,
     ) -> None:
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1):
+            # Checked again against N in reset(); failing here names the bad config early.
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         for key, value in (("lam", lam), ("cell_var", cell_var)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{key} must be positive and finite, got {value!r}")
         if not math.isfinite(kappa):
             raise ValueError(f"kappa must be finite, got {kappa!r}")
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_size is None else int(batch_size)
         self.lam = float(lam)
         self.kappa = float(kappa)
         self.cell_var = float(cell_var)
@@ -83,7 +86,7 @@ class GittinsPolicy(Policy):
 
     def hyperparameters(self) -> dict[str, Any]:
         return {
-            "batch_size": self.batch_size,
+            "batch_size": getattr(self, "resolved_batch_size", self.batch_size),
             "lam": self.lam,
             "kappa": self.kappa,
             "cell_var": self.cell_var,
@@ -96,7 +99,8 @@ class GittinsPolicy(Policy):
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms, n_examples = problem.n_arms, problem.n_examples
-        chain = EmpiricalTargetChain(n_examples, self.batch_size, problem.prior_var, self.cell_var)
+        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        chain = EmpiricalTargetChain(n_examples, self.resolved_batch_size, problem.prior_var, self.cell_var)
         self.problem = problem
         self.posterior = FiniteBenchmarkPosterior(
             n_arms, n_examples, problem.prior_mean, problem.prior_var, self.cell_var
@@ -104,7 +108,7 @@ class GittinsPolicy(Policy):
         distinct_costs, self.arm_table = np.unique(problem.costs, return_inverse=True)
         roots = root_schedule(
             n_examples,
-            self.batch_size,
+            self.resolved_batch_size,
             problem.prior_var,
             self.lam * distinct_costs,
             cell_var=self.cell_var,

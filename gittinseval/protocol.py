@@ -26,7 +26,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EvaluationProblem", "Policy", "RandomExampleOrder", "Request", "validate_scores"]
+__all__ = [
+    "FALLBACK_BATCH_SIZE",
+    "EvaluationProblem",
+    "Policy",
+    "RandomExampleOrder",
+    "Request",
+    "resolve_batch_size",
+    "validate_scores",
+]
+
+FALLBACK_BATCH_SIZE = 8
+"""Batch size of a policy configured without one on a benchmark without a default."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class EvaluationProblem:
         binary: whether every score is 0 or 1.
         features: ``[K, D]`` integer categorical codes of each arm's configuration,
             or ``None``.
+        default_batch_size: the benchmark's default batch size, for policies
+            configured without one (see :func:`resolve_batch_size`).
     """
 
     n_examples: int
@@ -52,6 +65,7 @@ class EvaluationProblem:
     prior_var: float = 0.04
     binary: bool = True
     features: np.ndarray | None = None
+    default_batch_size: int | None = None
 
     def __post_init__(self) -> None:
         costs = np.asarray(self.costs, dtype=np.float64)
@@ -92,6 +106,19 @@ class Request:
     @property
     def size(self) -> int:
         return len(self.examples)
+
+
+def resolve_batch_size(configured: int | None, problem: EvaluationProblem) -> int:
+    """The batch size to use: the configured one, else the benchmark's default, else 8.
+
+    Raises a ``ValueError`` unless it is an integer in ``[1, N]``.
+    """
+    size = configured if configured is not None else problem.default_batch_size or FALLBACK_BATCH_SIZE
+    if isinstance(size, bool) or int(size) != size or size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {size!r}")
+    if size > problem.n_examples:
+        raise ValueError(f"batch_size ({size}) is larger than the number of examples N = {problem.n_examples}")
+    return int(size)
 
 
 def validate_scores(request: Request, scores: Any) -> np.ndarray:

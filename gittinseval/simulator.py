@@ -105,6 +105,7 @@ def simulate(
         prior_var=prior.var,
         binary=benchmark.binary,
         features=benchmark.features,
+        default_batch_size=benchmark.default_batch_size,
     )
     if problem.n_arms != n_arms:
         raise ValueError(f"{len(problem.costs)} costs for {n_arms} arms")
@@ -151,6 +152,7 @@ def simulate(
     summary: dict[str, Any] = {
         "benchmark": benchmark.name,
         "stand_in": benchmark.stand_in,
+        "data_source": benchmark.source,
         "policy": policy.name,
         "label": policy.display_label(prior_name),
         "seed": int(seed),
