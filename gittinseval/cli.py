@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -9,9 +10,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_experiment
 
-__all__ = ["CONFIG_DIR", "main"]
+__all__ = ["CONFIG_DIR", "expand_subject_sweep", "main"]
+
+ALL_SUBJECTS = "benchmark.subject=all"
 
 
 def _config_dir() -> Path:
@@ -23,8 +27,17 @@ def _config_dir() -> Path:
 CONFIG_DIR = _config_dir()
 
 
+def expand_subject_sweep(argv: list[str]) -> list[str]:
+    """Replace ``benchmark.subject=all`` by the 57 MMLU subjects (a multirun sweep)."""
+    if ALL_SUBJECTS not in argv:
+        return argv
+    if "-m" not in argv and "--multirun" not in argv:
+        raise SystemExit(f"{ALL_SUBJECTS} sweeps the 57 MMLU subjects: add -m (multirun)")
+    return [f"benchmark.subject={','.join(mmlu_subjects())}" if arg == ALL_SUBJECTS else arg for arg in argv]
+
+
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
-def main(cfg: DictConfig) -> float | None:
+def _app(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     result = run_experiment(
@@ -34,3 +47,8 @@ def main(cfg: DictConfig) -> float | None:
         group=Path(hydra_cfg.sweep.dir).name if multirun else None,
     )
     return result.summary["final_regret"]
+
+
+def main() -> None:
+    sys.argv[1:] = expand_subject_sweep(sys.argv[1:])
+    _app()

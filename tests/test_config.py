@@ -14,8 +14,8 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from gittinseval import BenchmarkPrior, GaussianPrior, GittinsPolicy, PriceCost, UnitCost
-from gittinseval.cli import CONFIG_DIR
-from gittinseval.data import Benchmark
+from gittinseval.cli import CONFIG_DIR, expand_subject_sweep
+from gittinseval.data import Benchmark, mmlu_subjects
 from gittinseval.experiment import run_experiment
 from gittinseval.loggers import NullLogger, WandbLogger
 
@@ -40,7 +40,7 @@ def matrix_path(tmp_path):
 
 
 def test_expected_options_exist():
-    assert {"mmlu", "alpacaeval", "matrix"} <= set(GROUPS["benchmark"])
+    assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"} <= set(GROUPS["benchmark"])
     assert "gittins" in GROUPS["policy"]
     assert GROUPS["prior"] == ["general", "specific"]
     assert GROUPS["cost"] == ["aware", "unit"]
@@ -48,10 +48,32 @@ def test_expected_options_exist():
     assert "main" in GROUPS["experiment"]
 
 
-@pytest.mark.parametrize("name", ["mmlu", "alpacaeval"])
+@pytest.mark.parametrize("name", [g for g in GROUPS["benchmark"] if g != "matrix"])
 def test_bundled_benchmarks_instantiate(name):
     benchmark = instantiate(compose_config(f"benchmark={name}").benchmark)
     assert isinstance(benchmark, Benchmark) and benchmark.prices is not None
+    assert benchmark.specific_prior is not None and benchmark.default_batch_size is not None
+
+
+def test_stand_in_benchmarks_take_a_matrix_seed_or_the_release():
+    cfg = compose_config("benchmark=piqa", "benchmark.matrix_seed=3")
+    assert instantiate(cfg.benchmark).name == "piqa_standin/m3"
+
+
+def test_policy_batch_size_defaults_to_the_benchmark(tmp_path):
+    cfg = compose_config("benchmark.subject=anatomy", "logger=none", "budget=0.01")
+    assert cfg.policy.batch_size is None
+    result = run_experiment(cfg, tmp_path)
+    assert result.summary["batch_size"] == 2 and set(result.trace["batch_size"]) == {2}
+
+
+def test_subject_all_expands_to_a_sweep_of_57_subjects():
+    argv = expand_subject_sweep(["-m", "benchmark.subject=all", "seed=0,1"])
+    assert argv[0] == "-m" and argv[2] == "seed=0,1"
+    assert argv[1].split("=")[1].split(",") == mmlu_subjects()
+    assert expand_subject_sweep(["seed=1"]) == ["seed=1"]
+    with pytest.raises(SystemExit, match="add -m"):
+        expand_subject_sweep(["benchmark.subject=all"])
 
 
 def test_matrix_benchmark_instantiates(matrix_path):

@@ -63,6 +63,8 @@ class Benchmark:
         features: ``[K, D]`` int64 categorical configuration codes.
         specific_prior: ``(mean, var)`` of the benchmark's data-specific prior,
             or ``None``.
+        default_batch_size: the paper's batch size for this benchmark, used by
+            policies configured with ``batch_size=None``; ``None`` if it has none.
         source, license: provenance of the data.
         stand_in: true when the matrix is synthesised rather than released data.
         details: further facts (subject, difficulty, size bucket, ...).
@@ -74,6 +76,7 @@ class Benchmark:
     arm_names: tuple[str, ...] = field(default=(), repr=False)
     features: np.ndarray | None = field(default=None, repr=False)
     specific_prior: tuple[float, float] | None = None
+    default_batch_size: int | None = None
     source: str = ""
     license: str = ""
     stand_in: bool = False
@@ -93,6 +96,9 @@ class Benchmark:
         if features.ndim != 2 or features.shape[0] != n_arms:
             raise ValueError(f"{self.name}: features must have shape [{n_arms}, D], got {features.shape}")
         object.__setattr__(self, "features", features.astype(np.int64))
+        size = self.default_batch_size
+        if size is not None and (isinstance(size, bool) or int(size) != size or not 1 <= size <= self.n_examples):
+            raise ValueError(f"{self.name}: default_batch_size must be an integer in [1, N], got {size!r}")
 
     @property
     def n_arms(self) -> int:

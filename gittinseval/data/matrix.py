@@ -41,7 +41,9 @@ def _read_csv_numbers(path: Path) -> np.ndarray:
 
 
 def read_matrix(path: str | Path) -> np.ndarray:
-    """Read a ``[K, N]`` matrix from ``.npy``, ``.npz`` (key ``scores`` or the only array) or ``.csv``."""
+    """Read a ``[K, N]`` matrix from ``.npy``, ``.npz`` (key ``scores`` or the only array),
+    ``.csv`` or ``.parquet`` (one row per arm; non-numeric columns such as arm names
+    are ignored)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"response matrix not found: {path}")
@@ -62,7 +64,23 @@ def read_matrix(path: str | Path) -> np.ndarray:
         raise ValueError(f"{path}: cannot read the matrix ({error})") from error
     if suffix == ".csv":
         return _read_csv_numbers(path)
-    raise ValueError(f"{path}: unsupported matrix format {suffix!r}; use .npy, .npz or .csv")
+    if suffix == ".parquet":
+        return _read_parquet_numbers(path)
+    raise ValueError(f"{path}: unsupported matrix format {suffix!r}; use .npy, .npz, .csv or .parquet")
+
+
+def _read_parquet_numbers(path: Path) -> np.ndarray:
+    import pyarrow.parquet as pq
+    import pyarrow.types as pt
+
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise ValueError(f"{path}: cannot read the parquet file ({error})") from error
+    columns = [f.name for f in table.schema if pt.is_integer(f.type) or pt.is_floating(f.type) or pt.is_boolean(f.type)]
+    if not columns:
+        raise ValueError(f"{path}: no numeric columns")
+    return np.column_stack([table.column(c).to_numpy(zero_copy_only=False) for c in columns]).astype(np.float64)
 
 
 def read_costs(path: str | Path) -> np.ndarray:

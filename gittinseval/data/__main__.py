@@ -1,0 +1,4 @@
+from gittinseval.data.catalog import main
+
+if __name__ == "__main__":
+    main()
