@@ -3,6 +3,7 @@
 from gittinseval.costs import PriceCost, UnitCost
 from gittinseval.data import Benchmark
 from gittinseval.gittins import GittinsPolicy
+from gittinseval.live import Evaluator, evaluate
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import BenchmarkPrior, GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
@@ -14,6 +15,7 @@ __all__ = [
     "BenchmarkPrior",
     "EmpiricalTargetChain",
     "EvaluationProblem",
+    "Evaluator",
     "FiniteBenchmarkPosterior",
     "GaussianPrior",
     "GittinsPolicy",
@@ -23,6 +25,7 @@ __all__ = [
     "Request",
     "RunResult",
     "UnitCost",
+    "evaluate",
     "root_schedule",
     "simulate",
 ]

@@ -1,0 +1,297 @@
+"""Drive an :class:`Evaluator` with a user scoring function, concurrently, to a dollar budget."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.priors import GaussianPrior
+from gittinseval.protocol import Request
+
+__all__ = ["LiveResult", "NonRetryableError", "dataset_digest", "evaluate", "evaluate_async"]
+
+log = logging.getLogger(__name__)
+
+ScoreFn = Callable[[Any, list[Any]], Any]
+
+
+class NonRetryableError(Exception):
+    """Raised by a ``score_fn`` for a failure that retrying cannot fix (a rejected API
+    key, an unknown model): the run stops cleanly at once instead of backing off."""
+
+
+@dataclass
+class LiveResult:
+    """End of a live run.
+
+    ``stop_reason`` is ``"budget"``, ``"stop_signal"`` (with ``stop_at_signal``),
+    ``"exhausted"`` (every example of every arm told), ``"interrupted"`` (Ctrl-C)
+    or ``"error"`` (``score_fn`` failed after its retries, or returned invalid
+    scores; the exception is in ``error``).  ``spent`` counts every told request
+    in the store, including those of earlier sessions.
+    """
+
+    recommendation: Recommendation
+    spent: float
+    budget: float
+    stop_reason: str
+    stop_signal: bool
+    trace: dict[str, np.ndarray] = field(repr=False)
+    status: ArmStatus = field(repr=False)
+    store: Path | None = None
+    error: BaseException | None = None
+
+    def summary(self) -> dict[str, Any]:
+        rec = self.recommendation
+        return {
+            "recommended": rec.arm,
+            "recommended_name": rec.name,
+            "recommended_mean": rec.mean,
+            "recommended_sd": math.sqrt(rec.variance),
+            "recommended_lcb": rec.lcb,
+            "spent": self.spent,
+            "budget": self.budget,
+            "stop_reason": self.stop_reason,
+            "stop_signal": self.stop_signal,
+            "n_requests": len(self.trace["step"]),
+            "n_cells": int(self.status.n_seen.sum()),
+            "store": None if self.store is None else str(self.store),
+            "error": None if self.error is None else repr(self.error),
+        }
+
+
+def dataset_digest(examples: Sequence[Any]) -> str:
+    """SHA-256 of the examples as JSON: a store refuses to resume on another dataset."""
+    text = json.dumps(list(examples), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def evaluate(
+    arms: Sequence[Any], examples: Sequence[Any], score_fn: ScoreFn, budget: float, **options: Any
+) -> LiveResult:
+    """Run :func:`evaluate_async` to completion (from code that has no running event loop)."""
+    return asyncio.run(evaluate_async(arms, examples, score_fn, budget, **options))
+
+
+async def evaluate_async(
+    arms: Sequence[Any],
+    examples: Sequence[Any],
+    score_fn: ScoreFn,
+    budget: float,
+    *,
+    costs: Sequence[float] | np.ndarray | None = None,
+    prior: GaussianPrior | None = None,
+    concurrency: int = 1,
+    store: str | Path | None = None,
+    stop_at_signal: bool = False,
+    seed: int = 0,
+    batch_size: int = 8,
+    lam: float = 1e-4,
+    kappa: float = 1.0,
+    cell_var: float = 0.25,
+    grid_points: int = 1025,
+    max_retries: int = 3,
+    retry_backoff: float = 1.0,
+    progress: bool = True,
+    on_tell: Callable[[Request, np.ndarray, float], None] | None = None,
+) -> LiveResult:
+    """Evaluate ``arms`` on ``examples`` with GittinsEval until ``budget`` dollars are spent.
+
+    ``score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list of
+    examples (elements of ``examples``) and returns their scores in [0, 1], or a
+    pair ``(scores, cost)`` with the money the call cost.  Without a returned
+    cost a batch costs ``len(batch) * costs[arm]``.  A plain function runs in a
+    pool of ``concurrency`` threads; a coroutine function runs on the event loop
+    with at most ``concurrency`` calls in flight.
+
+    Budget: a request is issued only while ``spent + expected cost of the
+    requests in flight < budget``.  At concurrency 1 this is the simulator's rule
+    (the last batch may cross the budget), and in general the final spend is at
+    most ``budget`` plus the actual cost of one batch per worker,
+    ``spend <= budget + concurrency * max batch cost``: when the last request is
+    issued the told spend is below the budget and at most ``concurrency``
+    requests are in flight.  ``spent`` includes what an earlier session of the
+    same ``store`` spent, so a resumed run continues toward the same budget.
+
+    Stopping: at the budget; at the Gittins stopping signal if ``stop_at_signal``;
+    when every example is told; after a ``score_fn`` call has failed
+    ``max_retries + 1`` times (waiting ``retry_backoff * 2**attempt`` seconds
+    between attempts) or returned invalid scores; or on Ctrl-C (a cancellation of
+    this coroutine).  In each case no new request is issued, the requests in
+    flight are awaited and told, and the store is closed.  A second Ctrl-C while
+    waiting abandons them: they stay issued-but-untold in the store and a
+    resumed run sends them again.
+
+    The remaining keywords are those of :class:`Evaluator`; ``on_tell(request,
+    scores, cost)`` is called after each tell.
+    """
+    if not (math.isfinite(budget) and budget > 0):
+        raise ValueError(f"budget must be positive and finite, got {budget!r}")
+    if isinstance(concurrency, bool) or int(concurrency) != concurrency or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if isinstance(max_retries, bool) or int(max_retries) != max_retries or max_retries < 0:
+        raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
+    arms, examples = list(arms), list(examples)
+    evaluator = Evaluator(
+        arms,
+        len(examples),
+        costs,
+        prior,
+        batch_size=batch_size,
+        lam=lam,
+        kappa=kappa,
+        cell_var=cell_var,
+        grid_points=grid_points,
+        store=store,
+        seed=seed,
+        dataset=dataset_digest(examples),
+    )
+    call = _Caller(score_fn, arms, examples, concurrency, max_retries, retry_backoff)
+    in_flight: dict[asyncio.Future, Request] = {}
+    halted: str | None = None
+    error: BaseException | None = None
+    bar = tqdm(
+        total=budget,
+        initial=min(evaluator.spent, budget),
+        disable=not progress,
+        bar_format="{l_bar}{bar}| ${n:.4g}/${total:.4g} [{elapsed}<{remaining}{postfix}]",
+        desc="gittinseval-live",
+    )
+
+    def blocker() -> str | None:
+        if halted is not None:
+            return halted
+        if stop_at_signal and evaluator.stop_signal:
+            return "stop_signal"
+        expected = sum(request.size * evaluator.costs[request.arm] for request in in_flight.values())
+        return "budget" if evaluator.spent + expected >= budget else None
+
+    def tell(task: asyncio.Future) -> None:
+        nonlocal halted, error
+        request = in_flight.pop(task)
+        try:
+            scores, cost = task.result()
+            charged = evaluator.tell(request, scores, cost)
+        except Exception as failure:  # noqa: BLE001 - any failure of score_fn ends the run cleanly
+            log.error("arm %d: %r; stopping with everything told so far kept", request.arm, failure)
+            halted, error = "error", error or failure
+            return
+        if on_tell is not None:
+            on_tell(request, np.asarray(scores, dtype=np.float64), charged)
+        if not progress:
+            return
+        bar.update(min(evaluator.spent, budget) - bar.n)
+        rec = evaluator.recommend()
+        bar.set_postfix_str(
+            f"best {rec.name[:32]} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}",
+            refresh=False,
+        )
+
+    stop_reason = None
+    try:
+        while stop_reason is None:
+            try:
+                while len(in_flight) < concurrency and blocker() is None:
+                    request = evaluator.ask()
+                    if request is None:
+                        break
+                    in_flight[asyncio.ensure_future(call(request))] = request
+                if not in_flight:
+                    stop_reason = blocker() or "exhausted"
+                    break
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    tell(task)
+            except asyncio.CancelledError:
+                log.warning(
+                    "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(in_flight)
+                )
+                halted = halted or "interrupted"
+    finally:
+        bar.close()
+        call.shutdown()
+        evaluator.close()
+    # The evaluator's in-memory state outlives its store connection.
+    return LiveResult(
+        recommendation=evaluator.recommend(),
+        spent=evaluator.spent,
+        budget=float(budget),
+        stop_reason=stop_reason,
+        stop_signal=evaluator.stop_signal,
+        trace=evaluator.trace(),
+        status=evaluator.status(),
+        store=evaluator.store.path,
+        error=error,
+    )
+
+
+class _Caller:
+    """Calls ``score_fn`` on a request's arm and examples, with retries and backoff.
+
+    Returns ``(scores, cost)``; ``cost`` is ``None`` when ``score_fn`` returned
+    scores only.
+    """
+
+    def __init__(
+        self,
+        score_fn: ScoreFn,
+        arms: list[Any],
+        examples: list[Any],
+        concurrency: int,
+        max_retries: int,
+        backoff: float,
+    ) -> None:
+        self.score_fn = score_fn
+        self.arms = arms
+        self.examples = examples
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.is_async = inspect.iscoroutinefunction(score_fn) or inspect.iscoroutinefunction(type(score_fn).__call__)
+        self.pool = None if self.is_async else ThreadPoolExecutor(concurrency, thread_name_prefix="score_fn")
+
+    async def __call__(self, request: Request) -> tuple[Any, float | None]:
+        arm = self.arms[request.arm]
+        batch = [self.examples[i] for i in request.examples]
+        attempt = 0
+        while True:
+            try:
+                if self.is_async:
+                    result = await self.score_fn(arm, batch)
+                else:
+                    result = await asyncio.get_running_loop().run_in_executor(self.pool, self.score_fn, arm, batch)
+                break
+            except NonRetryableError:
+                raise
+            except Exception as failure:
+                if attempt == self.max_retries:
+                    raise
+                delay = self.backoff * 2**attempt
+                attempt += 1
+                log.warning("arm %d: attempt %d failed (%r); retrying in %.3g s", request.arm, attempt, failure, delay)
+                await asyncio.sleep(delay)
+        # A malformed result is a bug in score_fn, not a transient failure: not retried.
+        return _split_result(result)
+
+    def shutdown(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _split_result(result: Any) -> tuple[Any, float | None]:
+    """``scores`` or ``(scores, cost)``: a pair whose first item is a sequence carries a cost."""
+    if isinstance(result, tuple) and len(result) == 2 and np.ndim(result[0]) == 1:
+        return result[0], float(result[1])
+    return result, None

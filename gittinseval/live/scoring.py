@@ -1,0 +1,195 @@
+"""Scoring functions for live runs: a response matrix with latency, and an OpenAI-compatible chat endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gittinseval.data import Benchmark
+from gittinseval.live.driver import NonRetryableError
+
+__all__ = [
+    "LiveTask",
+    "MatrixScorer",
+    "OpenAIChatScorer",
+    "bundled_examples",
+    "expected_chat_costs",
+    "grade_first_word",
+    "matrix_task",
+    "read_jsonl",
+]
+
+TOKENS_PER_MILLION = 1e6
+
+
+@dataclass
+class LiveTask:
+    """What a live run evaluates: the arms, the examples, ``score_fn`` and the arms'
+    expected cost of one example (dollars; ``None``: equal costs)."""
+
+    arms: Sequence[Any]
+    examples: Sequence[Any]
+    score_fn: Callable[[Any, list[Any]], Any]
+    costs: Sequence[float] | None = None
+    name: str = "task"
+
+
+class MatrixScorer:
+    """``score_fn`` that reads a complete ``[K, N]`` response matrix.
+
+    ``scorer(arm, example_ids)`` sleeps ``latency`` seconds (a stand-in for an
+    LLM call) and returns ``scores[row, example_ids]``, where ``row`` is ``arm``
+    itself for an integer arm, or its position in ``arm_names``.
+    """
+
+    def __init__(self, scores: np.ndarray, latency: float = 0.0, arm_names: Sequence[str] = ()) -> None:
+        if not latency >= 0:
+            raise ValueError(f"latency must be non-negative seconds, got {latency!r}")
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.latency = float(latency)
+        self.rows = {name: row for row, name in enumerate(arm_names)}
+
+    def __call__(self, arm: int | str, examples: Sequence[int]) -> np.ndarray:
+        if self.latency:
+            time.sleep(self.latency)
+        row = self.rows[arm] if isinstance(arm, str) else int(arm)
+        return self.scores[row, np.asarray(examples, dtype=np.int64)]
+
+
+def matrix_task(
+    benchmark: Benchmark, latency: float = 0.0, tokens_per_example: float = 1000.0, name: str | None = None
+) -> LiveTask:
+    """A live task that replays ``benchmark``: arms are its arm names, examples its ids.
+
+    An example of arm ``k`` costs ``price_k * tokens_per_example / 1e6`` dollars
+    (the bundled prices are dollars per 1M tokens), or one unit without prices.
+    """
+    if not tokens_per_example > 0:
+        raise ValueError(f"tokens_per_example must be positive, got {tokens_per_example!r}")
+    costs = None if benchmark.prices is None else benchmark.prices * tokens_per_example / TOKENS_PER_MILLION
+    return LiveTask(
+        arms=list(benchmark.arm_names),
+        examples=list(range(benchmark.n_examples)),
+        score_fn=MatrixScorer(benchmark.scores, latency, benchmark.arm_names),
+        costs=None if costs is None else costs.tolist(),
+        name=benchmark.name.replace("/", "_") if name is None else name,
+    )
+
+
+def read_jsonl(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Examples from a JSON-lines file; ``None``: the bundled arithmetic examples."""
+    path = bundled_examples() if path is None else Path(path)
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def bundled_examples() -> Path:
+    """Twenty short arithmetic questions with one-word answers, for the chat example."""
+    return Path(__file__).resolve().parent / "examples" / "arithmetic.jsonl"
+
+
+def grade_first_word(reply: str, answer: str) -> float:
+    """1.0 if the reply's first word, stripped of punctuation, equals the answer (case-insensitive)."""
+    words = reply.split()
+    if not words:
+        return 0.0
+    return float(words[0].strip(".,:;!?()[]\"'*").casefold() == str(answer).strip().casefold())
+
+
+def expected_chat_costs(
+    arms: Sequence[Mapping[str, Any]],
+    prices: Mapping[str, Mapping[str, float]],
+    prompt_tokens: float = 100.0,
+    completion_tokens: float = 20.0,
+) -> list[float]:
+    """Expected dollars per example of each chat arm from its model's prices per 1M tokens."""
+    missing = sorted({arm["model"] for arm in arms} - set(prices))
+    if missing:
+        raise ValueError(f"no prices for models {missing}; add them under prices: {{model: {{input, output}}}}")
+    return [
+        (prompt_tokens * prices[arm["model"]]["input"] + completion_tokens * prices[arm["model"]]["output"])
+        / TOKENS_PER_MILLION
+        for arm in arms
+    ]
+
+
+class OpenAIChatScorer:
+    """``score_fn`` that asks an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    An arm is a mapping with ``model``, an optional ``system`` prompt, and any
+    further request fields (``temperature``, ``max_tokens``, ...).  An example is a
+    mapping with ``prompt`` and ``answer``; its score is
+    :func:`grade_first_word` of the reply.  A batch costs
+    ``sum(prompt_tokens * input + completion_tokens * output) / 1e6`` dollars from
+    each response's ``usage`` and the model's ``prices`` (dollars per 1M tokens).
+    Uses only the standard library.  Server errors, timeouts, 408 and 429 propagate,
+    so the driver retries them; other client errors (a bad key, an unknown model)
+    raise :class:`~gittinseval.live.driver.NonRetryableError` and stop the run.
+
+    Args:
+        base_url: e.g. ``http://localhost:8000/v1``.
+        prices: ``{model: {"input": ..., "output": ...}}``.
+        api_key_env: environment variable holding the API key (sent as a bearer
+            token if set).
+        timeout: seconds per HTTP request.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        prices: Mapping[str, Mapping[str, float]],
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+    ) -> None:
+        for model, price in prices.items():
+            if set(price) != {"input", "output"} or min(price.values()) < 0:
+                raise ValueError(f"prices[{model!r}] must be {{input: >= 0, output: >= 0}} per 1M tokens, got {price}")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.prices = {model: dict(price) for model, price in prices.items()}
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+
+    def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
+        model = arm["model"]
+        if model not in self.prices:
+            raise ValueError(f"no price for model {model!r}")
+        scores, cost = [], 0.0
+        for example in examples:
+            reply, usage = self.complete(arm, example["prompt"])
+            scores.append(grade_first_word(reply, example["answer"]))
+            price = self.prices[model]
+            cost += (
+                usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]
+            ) / TOKENS_PER_MILLION
+        return np.array(scores), cost
+
+    def complete(self, arm: Mapping[str, Any], prompt: str) -> tuple[str, dict[str, int]]:
+        """The reply text and token ``usage`` of one chat completion."""
+        fields = {key: value for key, value in arm.items() if key != "system"}
+        system = [{"role": "system", "content": arm["system"]}] if arm.get("system") else []
+        body = {**fields, "messages": [*system, {"role": "user", "content": prompt}]}
+        headers = {"Content-Type": "application/json"}
+        if key := os.environ.get(self.api_key_env):
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.load(response)
+        except urllib.error.HTTPError as error:
+            if 400 <= error.code < 500 and error.code not in (408, 429):
+                message = f"{self.url} rejected the request for model {arm['model']!r}: {error}"
+                raise NonRetryableError(message) from error
+            raise
+        usage = payload.get("usage") or {}
+        if not {"prompt_tokens", "completion_tokens"} <= set(usage):
+            raise ValueError(f"{self.url} returned no token usage for model {arm['model']!r}; cannot account the cost")
+        return payload["choices"][0]["message"]["content"] or "", usage

@@ -1,0 +1,57 @@
+"""The gittinseval-live Hydra app: its config composes, the MMLU example runs offline and resumes."""
+
+import json
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from hydra.utils import instantiate
+
+from gittinseval import GaussianPrior
+from gittinseval.data import load_mmlu
+from gittinseval.live import LiveTask
+from gittinseval.live.app import run_live
+from gittinseval.live_cli import LIVE_CONFIG_DIR
+
+
+def compose_live(*overrides):
+    with initialize_config_dir(config_dir=str(LIVE_CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="live", overrides=list(overrides))
+
+
+def test_live_config_groups():
+    assert sorted(p.stem for p in (LIVE_CONFIG_DIR / "task").glob("*.yaml")) == ["mmlu", "openai_chat"]
+    cfg = compose_live()
+    assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget > 0
+    assert instantiate(cfg.prior) == GaussianPrior(0.5, 0.04, "general")
+    assert instantiate(compose_live("prior=custom", "prior.mean=0.7", "prior.var=0.01").prior).mean == 0.7
+    chat = instantiate(compose_live("task=openai_chat").task)
+    assert isinstance(chat, LiveTask) and len(chat.arms) == len(chat.costs) == 3 and len(chat.examples) == 20
+    assert chat.arms[0] == {"model": "gpt-4o-mini", "temperature": 0.0, "max_tokens": 16}
+    with pytest.raises(ConfigCompositionException, match="budgett"):
+        compose_live("budgett=3")
+
+
+def test_mmlu_example_task_replays_the_bundled_subject():
+    cfg = compose_live("task.latency=0")
+    task = instantiate(cfg.task)
+    bench = load_mmlu(cfg.task.benchmark.subject)
+    assert task.arms == list(bench.arm_names) and task.examples == list(range(bench.n_examples))
+    assert task.name == f"mmlu_{cfg.task.benchmark.subject}"
+    np.testing.assert_allclose(task.costs, bench.prices * cfg.task.tokens_per_example / 1e6)
+    np.testing.assert_array_equal(task.score_fn(bench.arm_names[7], [0, 5, 9]), bench.scores[7, [0, 5, 9]])
+
+
+def test_mmlu_example_runs_and_resumes_from_its_store(tmp_path):
+    store = tmp_path / "mmlu.sqlite"
+    overrides = ["task.latency=0", "progress=false", f"store={store}", "concurrency=2"]
+    first = run_live(compose_live("budget=0.05", *overrides), tmp_path / "first")
+    summary = json.loads((tmp_path / "first" / "summary.json").read_text())
+    assert summary["stop_reason"] == "budget" and summary["spent"] == pytest.approx(first.spent)
+    assert 0.05 <= first.spent and "lcb" in (tmp_path / "first" / "status.txt").read_text()
+    second = run_live(compose_live("budget=0.1", *overrides), tmp_path / "second")
+    assert second.spent >= 0.1 and len(second.trace["step"]) > len(first.trace["step"])
+    np.testing.assert_array_equal(second.trace["arm"][: len(first.trace["arm"])], first.trace["arm"])
+    with pytest.raises(ValueError, match="batch_size: store has 8, given 4"):
+        run_live(compose_live("budget=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")
