@@ -10,8 +10,9 @@ import time
 
 import numpy as np
 import pytest
+from conftest import binary_benchmark
 
-from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, simulate
+from gittinseval import GaussianPrior, GittinsPolicy, simulate
 from gittinseval.live import MatrixScorer, NonRetryableError, evaluate
 
 K, N, B = 16, 48, 4
@@ -19,10 +20,7 @@ K, N, B = 16, 48, 4
 
 @pytest.fixture(scope="module")
 def bench():
-    rng = np.random.default_rng(2)
-    quality = rng.uniform(0.2, 0.8, size=K)
-    scores = (rng.uniform(size=(K, N)) < quality[:, None]).astype(float)
-    return Benchmark("toy", scores, prices=rng.choice([0.5, 1.0, 3.0], size=K))
+    return binary_benchmark(K, N, seed=2)
 
 
 def options(bench, **extra):

@@ -5,8 +5,9 @@ import sqlite3
 
 import numpy as np
 import pytest
+from conftest import binary_benchmark
 
-from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, simulate
+from gittinseval import GaussianPrior, GittinsPolicy, simulate
 from gittinseval.live import Evaluator, MatrixScorer, evaluate
 
 K, N, B = 12, 40, 4
@@ -14,10 +15,7 @@ K, N, B = 12, 40, 4
 
 @pytest.fixture(scope="module")
 def bench():
-    rng = np.random.default_rng(1)
-    quality = rng.uniform(0.2, 0.8, size=K)
-    scores = (rng.uniform(size=(K, N)) < quality[:, None]).astype(float)
-    return Benchmark("toy", scores, prices=rng.choice([0.5, 1.0, 3.0], size=K))
+    return binary_benchmark(K, N, seed=1)
 
 
 def make(bench, store=None, **options):

@@ -4,18 +4,15 @@ import json
 
 import numpy as np
 import pytest
+from conftest import binary_benchmark
 
-from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
+from gittinseval import GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
 from gittinseval.simulator import TRACE_COLUMNS, regret_at
 
 
 @pytest.fixture(scope="module")
 def benchmark():
-    rng = np.random.default_rng(0)
-    quality = rng.uniform(0.2, 0.8, size=30)
-    scores = (rng.uniform(size=(30, 64)) < quality[:, None]).astype(float)
-    prices = rng.choice([0.1, 0.5, 2.0], size=30)
-    return Benchmark("toy", scores, prices=prices)
+    return binary_benchmark(30, 64, seed=0, prices=(0.1, 0.5, 2.0))
 
 
 def run(benchmark, seed=0, costs=None, budget=0.1, **policy_kwargs):
