@@ -6,6 +6,14 @@ spaced budget points spanning the observed range of its group; a run is missing
 outside its own observed range (no extrapolation).  The curve is the mean over
 the runs present at a grid point, the band one standard error, and the dashed
 line the mean cost at which the stopping signal fired.
+
+Configuration-level BO runs (their summary's ``hyperparameters`` carry
+``n_initial``, the size of the random initial design) are aggregated as the
+paper does: each run's initial-design segment is dropped, its remaining
+trajectory (from its initial-design endpoint ``e_r`` on) is shifted to start at
+the mean endpoint ``mean_r e_r``, linearly interpolated onto 350 points from
+there to the latest shifted end, and right-held at its final regret past its
+own end, so every run counts at every grid point.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ class RegretCurve:
     Attributes (arrays of shape ``[G]``): ``grid`` (cost % of exhaustive),
     ``mean``, ``stderr`` (0 where fewer than two runs) and ``count`` of runs
     present at each point; ``stop_pct`` is the mean stopping cost % over the runs
-    whose signal fired (``None`` if none did) and ``n_stopped`` their number.
+    whose signal fired (``None`` if none did) and ``n_stopped`` their number;
+    ``init_pct`` is the mean initial-design endpoint of BO runs (``None`` otherwise).
     """
 
     label: str
@@ -42,6 +51,7 @@ class RegretCurve:
     n_runs: int
     stop_pct: float | None
     n_stopped: int
+    init_pct: float | None = None
 
 
 def find_runs(sweep_dir: str | Path) -> list[RunResult]:
@@ -60,18 +70,49 @@ def _interpolate(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return values
 
 
+def _initial_design_size(run: RunResult) -> int | None:
+    """``n_initial`` of a configuration-level BO run, ``None`` for other runs."""
+    n_initial = (run.summary.get("hyperparameters") or {}).get("n_initial")
+    return None if n_initial is None else int(n_initial)
+
+
+def _bandit_rows(members: list[RunResult], grid_points: int) -> tuple[np.ndarray, np.ndarray, None]:
+    """Grid over the observed range and each run interpolated on it, NaN outside its range."""
+    start = min(r.trace["cost_pct"][0] for r in members)
+    end = max(r.trace["cost_pct"][-1] for r in members)
+    grid = np.linspace(start, end, grid_points)
+    return grid, np.stack([_interpolate(r.trace["cost_pct"], r.trace["regret"], grid) for r in members]), None
+
+
+def _bo_rows(members: list[RunResult], grid_points: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Post-initialisation trajectories aligned at the mean initial-design endpoint, right-held."""
+    segments = []
+    for run in members:
+        last_initial = min(_initial_design_size(run), len(run.trace["step"])) - 1
+        segments.append((run.trace["cost_pct"][last_initial:], run.trace["regret"][last_initial:]))
+    init_pct = float(np.mean([x[0] for x, _ in segments]))
+    shifted = [(x - x[0] + init_pct, y) for x, y in segments]
+    grid = np.linspace(init_pct, max(x[-1] for x, _ in shifted), grid_points)
+    # np.interp holds the end values outside [x[0], x[-1]]; every segment starts at the grid's start.
+    return grid, np.stack([np.interp(grid, x, y) for x, y in shifted]), init_pct
+
+
 def aggregate_runs(runs: list[RunResult], grid_points: int = GRID_POINTS) -> list[RegretCurve]:
-    """One :class:`RegretCurve` per (benchmark, label), in order of first appearance."""
+    """One :class:`RegretCurve` per (benchmark, label), in order of first appearance.
+
+    Groups of configuration-level BO runs use the BO aggregation of the module
+    docstring; a group mixing BO and other runs is an error.
+    """
     groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for run in runs:
         if len(run.trace["step"]):
             groups[(run.summary["benchmark"], run.summary["label"])].append(run)
     curves = []
-    for (_, label), members in groups.items():
-        start = min(r.trace["cost_pct"][0] for r in members)
-        end = max(r.trace["cost_pct"][-1] for r in members)
-        grid = np.linspace(start, end, grid_points)
-        stacked = np.stack([_interpolate(r.trace["cost_pct"], r.trace["regret"], grid) for r in members])
+    for (benchmark, label), members in groups.items():
+        n_bo = sum(_initial_design_size(r) is not None for r in members)
+        if 0 < n_bo < len(members):
+            raise ValueError(f"{benchmark}/{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
+        grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, grid_points)
         count = np.sum(~np.isnan(stacked), axis=0)
         with warnings.catch_warnings():
             # Grid points that no run (or one run) covers give NaN means / SEs.
@@ -90,6 +131,7 @@ def aggregate_runs(runs: list[RunResult], grid_points: int = GRID_POINTS) -> lis
                 n_runs=len(members),
                 stop_pct=float(np.mean(stops)) if stops else None,
                 n_stopped=len(stops),
+                init_pct=init_pct,
             )
         )
     return curves
@@ -126,22 +168,21 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "") -> 
 def plot_sweep(sweep_dir: str | Path, out: str | Path | None = None) -> tuple[list[Path], list[RegretCurve]]:
     """Aggregate every run under ``sweep_dir`` and write the regret figure (PNG).
 
-    With a single benchmark the figure is ``out`` (default
-    ``<sweep_dir>/regret.png``); with several, one figure per benchmark named
-    ``<out stem>_<benchmark>.png`` next to ``out``.
+    One figure per (benchmark, cost mode): with a single one the figure is ``out``
+    (default ``<sweep_dir>/regret.png``); with several, each is named
+    ``<out stem>_<benchmark>_<cost mode>.png`` next to ``out``.
     """
     sweep_dir = Path(sweep_dir)
     out = Path(out) if out is not None else sweep_dir / "regret.png"
-    by_benchmark: dict[str, list[RunResult]] = defaultdict(list)
+    panels: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for run in find_runs(sweep_dir):
-        by_benchmark[run.summary["benchmark"]].append(run)
+        panels[(run.summary["benchmark"], run.summary["cost_mode"])].append(run)
     figures, all_curves = [], []
-    for benchmark, members in by_benchmark.items():
+    for (benchmark, cost_mode), members in panels.items():
         curves = aggregate_runs(members)
-        first = members[0].summary
-        title = f"{benchmark} ({first['cost_mode']} cost)" + (" [stand-in]" if first.get("stand_in") else "")
-        name = benchmark.replace("/", "_")
-        target = out if len(by_benchmark) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
-        figures.append(plot_curves(curves, target, title))
+        stand_in = " [stand-in]" if members[0].summary.get("stand_in") else ""
+        name = f"{benchmark.replace('/', '_')}_{cost_mode}"
+        target = out if len(panels) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
+        figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}"))
         all_curves.extend(curves)
     return figures, all_curves

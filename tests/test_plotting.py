@@ -57,3 +57,13 @@ def test_plot_sweep_writes_a_png(tmp_path):
 def test_plot_sweep_without_runs_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no runs"):
         plot_sweep(tmp_path)
+
+
+def test_plot_sweep_draws_one_figure_per_benchmark_and_cost_mode(tmp_path):
+    for seed, mode in enumerate(["unit", "aware", "unit"]):
+        run = fake_run([0.5, 1, 2], [0.2, 0.1, 0.0], seed=seed)
+        run.summary["cost_mode"] = mode
+        run.save(tmp_path / str(seed))
+    figures, curves = plot_sweep(tmp_path, tmp_path / "fig.png")
+    assert sorted(f.name for f in figures) == ["fig_toy_aware.png", "fig_toy_unit.png"]
+    assert sorted(c.n_runs for c in curves) == [1, 2]
