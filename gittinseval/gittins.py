@@ -13,6 +13,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
+    check_batch_size,
     resolve_batch_size,
     validate_scores,
 )
@@ -70,15 +71,12 @@ class GittinsPolicy(Policy):
         cell_var: float = 0.25,
         grid_points: int = 1025,
     ) -> None:
-        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1):
-            # Checked again against N in reset(); failing here names the bad config early.
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         for key, value in (("lam", lam), ("cell_var", cell_var)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{key} must be positive and finite, got {value!r}")
         if not math.isfinite(kappa):
             raise ValueError(f"kappa must be finite, got {kappa!r}")
-        self.batch_size = None if batch_size is None else int(batch_size)
+        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
         self.lam = float(lam)
         self.kappa = float(kappa)
         self.cell_var = float(cell_var)

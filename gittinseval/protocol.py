@@ -32,6 +32,7 @@ __all__ = [
     "Policy",
     "RandomExampleOrder",
     "Request",
+    "check_batch_size",
     "resolve_batch_size",
     "validate_scores",
 ]
@@ -108,17 +109,26 @@ class Request:
         return len(self.examples)
 
 
+def check_batch_size(batch_size: int) -> int:
+    """A batch size as an int, or a ``ValueError`` unless it is a positive integer.
+
+    Policies call it on their configured batch size so that a bad config fails when
+    the policy is built; :func:`resolve_batch_size` also checks it against ``N``.
+    """
+    if batch_size is None or isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return int(batch_size)
+
+
 def resolve_batch_size(configured: int | None, problem: EvaluationProblem) -> int:
     """The batch size to use: the configured one, else the benchmark's default, else 8.
 
     Raises a ``ValueError`` unless it is an integer in ``[1, N]``.
     """
-    size = configured if configured is not None else problem.default_batch_size or FALLBACK_BATCH_SIZE
-    if isinstance(size, bool) or int(size) != size or size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {size!r}")
+    size = check_batch_size(configured if configured is not None else problem.default_batch_size or FALLBACK_BATCH_SIZE)
     if size > problem.n_examples:
         raise ValueError(f"batch_size ({size}) is larger than the number of examples N = {problem.n_examples}")
-    return int(size)
+    return size
 
 
 def validate_scores(request: Request, scores: Any) -> np.ndarray:

@@ -1,0 +1,82 @@
+"""UCB-E (Audibert et al. 2010) as run by BanditEval (Zhou et al. 2024)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from baselines._common import RunningMeans
+from gittinseval.gittins import argmax_by_priority
+from gittinseval.protocol import (
+    EvaluationProblem,
+    Policy,
+    RandomExampleOrder,
+    Request,
+    check_batch_size,
+    resolve_batch_size,
+    validate_scores,
+)
+
+__all__ = ["UCBEPolicy"]
+
+
+class UCBEPolicy(Policy):
+    """Upper confidence bound exploration with batches of ``B`` examples.
+
+    Index of arm ``k`` with ``n_k`` observed cells and empirical mean ``mu_k``:
+
+        U_k = mu_k + sqrt(a / n_k)    (0 < n_k < N),
+        U_k = +inf                    (n_k = 0),
+        U_k = -inf                    (n_k = N, the arm is completed).
+
+    ``select`` evaluates ``argmax_k U_k`` on ``min(B, N - n_k)`` of its unseen
+    examples, drawn at random.  ``recommend`` returns the largest empirical mean.
+    Ties are broken by a per-run random ranking of the arms (the reference takes
+    the first index).  Costs play no part in the allocation.
+
+    Args:
+        batch_size: ``B``, examples per pull; ``None`` takes the benchmark's default.
+        a: exploration constant (1 in the paper).
+    """
+
+    name = "ucbe"
+    label = "UCB-E"
+
+    def __init__(self, batch_size: int | None = None, a: float = 1.0) -> None:
+        if not (math.isfinite(a) and a >= 0):
+            raise ValueError(f"a must be non-negative and finite, got {a!r}")
+        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
+        self.a = float(a)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"batch_size": getattr(self, "resolved_batch_size", self.batch_size), "a": self.a}
+
+    def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
+        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        self.n_examples = problem.n_examples
+        self.order = RandomExampleOrder(problem.n_arms, problem.n_examples, rng)
+        self.priority = rng.permutation(problem.n_arms)
+        self.stats = RunningMeans(problem.n_arms)
+        self.index = np.full(problem.n_arms, np.inf)
+        self.all_arms = np.ones(problem.n_arms, dtype=bool)
+
+    def select(self) -> Request | None:
+        arm = argmax_by_priority(self.index, self.priority)
+        if arm < 0:
+            return None
+        return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))
+
+    def observe(self, request: Request, scores: np.ndarray) -> None:
+        scores = validate_scores(request, scores)
+        arm = request.arm
+        self.stats.update(arm, scores)
+        count = self.stats.counts[arm]
+        if count == self.n_examples:
+            self.index[arm] = -np.inf
+        else:
+            self.index[arm] = self.stats.sums[arm] / count + math.sqrt(self.a / count)
+
+    def recommend(self) -> int:
+        return self.stats.best(self.all_arms, self.priority)

@@ -1,0 +1,65 @@
+"""Round-robin uniform allocation: the sanity floor of the comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines._common import RunningMeans
+from gittinseval.protocol import (
+    EvaluationProblem,
+    Policy,
+    RandomExampleOrder,
+    Request,
+    check_batch_size,
+    resolve_batch_size,
+    validate_scores,
+)
+
+__all__ = ["UniformPolicy"]
+
+
+class UniformPolicy(Policy):
+    """Cycle through the arms in a per-run random order, ``B`` random examples each.
+
+    Completed arms are skipped, so after ``t`` full rounds every unfinished arm
+    has ``t B`` observed cells.  ``recommend`` returns the largest empirical mean
+    (ties by the per-run random ranking).  Costs play no part in the allocation.
+
+    Args:
+        batch_size: ``B``, examples per pull; ``None`` takes the benchmark's default.
+    """
+
+    name = "uniform"
+    label = "Uniform"
+
+    def __init__(self, batch_size: int | None = None) -> None:
+        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"batch_size": getattr(self, "resolved_batch_size", self.batch_size)}
+
+    def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
+        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        self.order = RandomExampleOrder(problem.n_arms, problem.n_examples, rng)
+        self.priority = rng.permutation(problem.n_arms)
+        self.cycle = np.argsort(self.priority)
+        self.position = 0
+        self.stats = RunningMeans(problem.n_arms)
+        self.all_arms = np.ones(problem.n_arms, dtype=bool)
+
+    def select(self) -> Request | None:
+        n_arms = self.cycle.size
+        for _ in range(n_arms):
+            arm = int(self.cycle[self.position])
+            self.position = (self.position + 1) % n_arms
+            if self.order.remaining(arm):
+                return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))
+        return None
+
+    def observe(self, request: Request, scores: np.ndarray) -> None:
+        self.stats.update(request.arm, validate_scores(request, scores))
+
+    def recommend(self) -> int:
+        return self.stats.best(self.all_arms, self.priority)

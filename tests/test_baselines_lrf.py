@@ -1,0 +1,147 @@
+"""UCB-E-LRF: ALS against a per-member loop, parity with banditeval, warm-up and budget."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
+from banditeval.factorization import Factorization
+
+from baselines.lrf import LowRankEnsemble, LRFPolicy, _ensemble_moments
+from gittinseval.protocol import EvaluationProblem, Request
+
+
+def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
+    rng = np.random.default_rng(seed)
+    scores = (rng.uniform(size=(n_arms, n_examples)) < rng.uniform(0.2, 0.8, size=(n_arms, 1))).astype(float)
+    observed = rng.uniform(size=scores.shape) < share
+    observed[:, 0] = True  # every arm observed, so no arm has an infinite score
+    return scores, observed
+
+
+def looped_als(scores, observed, generator, members, rank, ridge, drop, iterations):
+    """Independent members, one ridge solve per member and row/column (float64)."""
+    n_arms, n_examples = scores.shape
+    u = torch.randn(members, n_arms, rank, generator=generator).double().numpy()
+    v = torch.randn(members, n_examples, rank, generator=generator).double().numpy()
+    kept = (torch.rand(members, n_arms, n_examples, generator=generator) >= drop).numpy()
+    products = []
+    for e in range(members):
+        mask = observed & kept[e]
+        for _ in range(iterations):
+            for n in range(n_examples):
+                rows = mask[:, n]
+                gram = u[e, rows].T @ u[e, rows] + ridge * np.eye(rank)
+                v[e, n] = np.linalg.solve(gram, u[e, rows].T @ scores[rows, n])
+            for k in range(n_arms):
+                cols = mask[k]
+                gram = v[e, cols].T @ v[e, cols] + ridge * np.eye(rank)
+                u[e, k] = np.linalg.solve(gram, v[e, cols].T @ scores[k, cols])
+        products.append(u[e] @ v[e].T)
+    products = np.array(products)
+    return products.mean(axis=0), products.std(axis=0, ddof=1)
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_independent_members_match_a_per_member_loop(rank):
+    scores, observed = random_matrix(0, 12, 9, share=0.5)
+    ensemble = LowRankEnsemble(rank=rank, ensemble_size=4, ridge=0.1, drop_probability=0.2, iterations=5,
+                               pairing="independent")
+    mean, sd = ensemble.fit(scores, observed, torch.Generator().manual_seed(1))
+    want_mean, want_sd = looped_als(scores, observed, torch.Generator().manual_seed(1), 4, rank, 0.1, 0.2, 5)
+    np.testing.assert_allclose(mean, want_mean, atol=2e-5)
+    np.testing.assert_allclose(sd, want_sd, atol=2e-5)
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_reference_pairing_matches_banditeval_factorization(rank):
+    scores, observed = random_matrix(1, 70, 45)
+    matrix = torch.tensor(np.where(observed, scores, np.nan), dtype=torch.float32)
+    torch.manual_seed(4)
+    reference = Factorization(70, 45, rank, 64, regularizer_weight=0.1, drop_probability=0.05)
+    reference.fit(matrix, iterations=10)
+    products = reference().double()
+    mean, sd = LowRankEnsemble(rank=rank).fit(scores, observed, torch.Generator().manual_seed(4))
+    np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-4)
+    np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-4)
+    independent, _ = LowRankEnsemble(rank=rank, pairing="independent").fit(
+        scores, observed, torch.Generator().manual_seed(4)
+    )
+    assert np.abs(independent - products.mean(0).numpy()).max() > 1e-3  # the pairing matters
+
+
+def test_ensemble_moments_match_the_explicit_products():
+    generator = torch.Generator().manual_seed(0)
+    u, v = torch.randn(7, 5, 3, generator=generator).double(), torch.randn(7, 4, 3, generator=generator).double()
+    products = torch.bmm(u, v.transpose(1, 2))
+    mean, sd = _ensemble_moments(u, v)
+    np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-12)
+    np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-10)
+
+
+def fed_policy(scores, observed, seed, **kwargs):
+    n_arms, n_examples = scores.shape
+    policy = LRFPolicy(**kwargs)
+    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), float(n_arms * n_examples)), np.random.default_rng(0))
+    policy.warmup.clear()
+    for arm in range(n_arms):
+        examples = np.flatnonzero(observed[arm])
+        policy.observe(Request(arm, examples), scores[arm, examples])
+    policy.generator = torch.Generator().manual_seed(seed)
+    return policy
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_step_matches_banditeval_with_the_same_random_state(seed):
+    scores, observed = random_matrix(10 + seed, 60, 40)
+    policy = fed_policy(scores, observed, seed, batch_size=8)
+    matrix = torch.tensor(np.where(observed, scores, np.nan), dtype=torch.float32)
+    torch.manual_seed(seed)
+    batch, mus = banditeval_step(matrix, batch_size=8, return_mus=True)
+    request = policy.select()
+    assert request.arm == int(batch[0, 0])
+    assert sorted(request.examples.tolist()) == sorted(batch[1].tolist())
+    np.testing.assert_allclose(policy.imputed_sums / 40, mus.numpy(), atol=1e-5)
+
+
+def test_arm_scores_match_an_independent_ucb_computation():
+    scores, observed = random_matrix(3, 50, 30)
+    policy = fed_policy(scores, observed, 9, eta=2.0)
+    arm_scores, mean, sd = policy.arm_scores()
+    want, _ = LowRankEnsemble().fit(scores, observed, torch.Generator().manual_seed(9))
+    np.testing.assert_allclose(mean, want)
+    cell = [[scores[k, n] if observed[k, n] else mean[k, n] + 2.0 * sd[k, n] for n in range(30)] for k in range(50)]
+    expected = np.mean(cell, axis=1)
+    np.testing.assert_allclose(arm_scores, expected)
+
+
+def test_warmup_is_five_percent_of_cells_one_request_per_arm_and_no_fit():
+    n_arms, n_examples = 30, 40
+    scores = np.random.default_rng(0).uniform(size=(n_arms, n_examples))
+    policy = LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=4))
+    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), 0.1 * n_arms * n_examples), np.random.default_rng(2))
+    warmup = list(policy.warmup)
+    assert sum(r.size for r in warmup) == math.ceil(0.05 * n_arms * n_examples)
+    assert len({r.arm for r in warmup}) == len(warmup)
+    for _ in warmup:
+        request = policy.select()
+        policy.observe(request, scores[request.arm, request.examples])
+        assert policy.fit_mean is None
+        observed_means = np.where(policy.stats.counts > 0, policy.stats.means, -np.inf)
+        assert policy.recommend() == int(np.argmax(observed_means))
+    request = policy.select()
+    assert policy.fit_mean is not None and request.size == 4
+    imputed = np.where(policy.observed, policy.values, policy.fit_mean).mean(axis=1)
+    policy.observe(request, scores[request.arm, request.examples])
+    imputed[request.arm] = np.where(policy.observed, policy.values, policy.fit_mean)[request.arm].mean()
+    assert policy.recommend() == int(np.argmax(imputed))
+
+
+def test_bad_hyperparameters_are_named():
+    with pytest.raises(ValueError, match="pairing"):
+        LowRankEnsemble(pairing="shuffled")
+    with pytest.raises(ValueError, match="ensemble_size"):
+        LowRankEnsemble(ensemble_size=1)
+    with pytest.raises(ValueError, match="warmup_fraction"):
+        LRFPolicy(warmup_fraction=0.0)
