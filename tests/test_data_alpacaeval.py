@@ -33,6 +33,7 @@ def test_paper_matrix_row_means_equal_the_published_means():
     in_paper = [m for m, row in table.items() if row["in_paper_matrix"] == "1"]
     assert list(benchmark.arm_names) == in_paper and benchmark.scores.shape == (152, 805)
     assert benchmark.stand_in and len(benchmark.details["synthesized_arms"]) == 102
+    assert benchmark.source.startswith("stand-in")
     means = dict(zip(benchmark.arm_names, benchmark.row_means, strict=True))
     for model in benchmark.details["synthesized_arms"]:
         assert means[model] == pytest.approx(float(table[model]["mean_preference"]), abs=1e-12)

@@ -131,8 +131,8 @@ def load_alpacaeval_paper(data_seed: int = ALPACA_DATA_SEED, path: str | None = 
         "alpacaeval_paper",
         scores,
         paper_models,
-        f"{_SOURCE}: {len(paper_models) - len(synthesized)} real rows, {len(synthesized)} rows synthesized "
-        "with the published means",
+        f"stand-in for {_SOURCE}: {len(paper_models) - len(synthesized)} real rows, "
+        f"{len(synthesized)} rows synthesized with the published means",
         True,
         {"rows": "mixed", "synthesized_arms": synthesized, "data_seed": int(data_seed), "logit_spread": spread},
     )
