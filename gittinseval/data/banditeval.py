@@ -38,6 +38,7 @@ from scipy.special import expit, logit
 
 from gittinseval.data._files import read_csv, specific_prior
 from gittinseval.data.benchmark import Benchmark, validate_matrix
+from gittinseval.data.matrix import read_matrix
 from gittinseval.data.synthesis import binary_with_row_sums
 
 __all__ = ["STAND_INS", "StandInModel", "load_gsm8k", "load_piqa", "read_banditeval_matrix", "stand_in_accuracies"]
@@ -194,10 +195,7 @@ def read_banditeval_matrix(path: str | Path) -> np.ndarray:
         raise FileNotFoundError(f"BanditEval matrix not found: {path}")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        try:
-            payload = np.load(path, allow_pickle=False)
-        except ValueError as error:
-            raise ValueError(f"{path}: cannot read the matrix ({error})") from error
+        payload = read_matrix(path)
     elif suffix in (".pkl", ".pickle"):
         try:
             with open(path, "rb") as handle:

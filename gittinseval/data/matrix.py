@@ -48,20 +48,19 @@ def read_matrix(path: str | Path) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"response matrix not found: {path}")
     suffix = path.suffix.lower()
-    try:
+    if suffix in (".npy", ".npz"):
+        try:
+            loaded = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{path}: cannot read the matrix ({error})") from error
         if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                if "scores" in data.files:
-                    return data["scores"]
-                if len(data.files) == 1:
-                    return data[data.files[0]]
-                raise ValueError(f"{path}: several arrays {data.files} and none is named 'scores'")
-    except (OSError, ValueError) as error:
-        if str(path) in str(error):
-            raise
-        raise ValueError(f"{path}: cannot read the matrix ({error})") from error
+            return loaded
+        with loaded as data:
+            if "scores" in data.files:
+                return data["scores"]
+            if len(data.files) == 1:
+                return data[data.files[0]]
+            raise ValueError(f"{path}: several arrays {data.files} and none is named 'scores'")
     if suffix == ".csv":
         return _read_csv_numbers(path)
     if suffix == ".parquet":
