@@ -1,8 +1,11 @@
 """Root schedules against closed forms, direct summation and an independent solver."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
+from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.stats import norm
 
@@ -179,3 +182,117 @@ def test_bad_arguments_are_named(kwargs, message):
     arguments = {"n_examples": 8, "batch_size": 4, "prior_var": 0.04, "cost_per_example": 1e-4} | kwargs
     with pytest.raises(ValueError, match=message):
         root_schedule(**arguments)
+
+
+def _ei_scalar(x, sigma):
+    u = x / sigma
+    return x * 0.5 * math.erfc(-u / math.sqrt(2.0)) + sigma * math.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+
+
+def nested_quadrature_roots(chain: EmpiricalTargetChain, cost: float, n_stages: int) -> dict[int, float]:
+    """The last ``n_stages`` roots of the continuous DP, by nested adaptive quadrature (no grid).
+
+    ``q_{H-1}(x) = EI_sigma(x) - c`` in closed form; each earlier
+    ``q_n(x) = -c_n + int_{z > (r_{n+1} - x) / sigma_n} q_{n+1}(x + sigma_n z) phi(z) dz``.
+    """
+    sds, stage_costs = chain.step_sds, cost * chain.batch_sizes
+    last = chain.horizon - 1
+
+    def root_of(q):
+        lo, hi = -1.0, 1.0
+        while q(lo) > 0:
+            lo *= 2
+        while q(hi) < 0:
+            hi *= 2
+        return brentq(q, lo, hi, xtol=1e-15, rtol=1e-15)
+
+    def q(x, s=sds[last], c=stage_costs[last]):
+        return _ei_scalar(x, s) - c
+
+    roots = {last: root_of(q)}
+    for stage in range(last - 1, last - n_stages, -1):
+        def q(x, s=sds[stage], c=stage_costs[stage], following=q, r=roots[stage + 1]):
+            start = (r - x) / s
+            value, _ = quad(lambda z: following(x + s * z) * norm.pdf(z), start, max(start, 0) + 14,
+                            epsabs=1e-15, epsrel=1e-13, limit=200)
+            return value - c
+
+        roots[stage] = root_of(q)
+    return roots
+
+
+@pytest.mark.parametrize(
+    "n_examples, batch_size, prior_var, cost, n_stages",
+    [
+        (20, 8, 0.04, 1e-4, 3),  # every stage of a chain with a partial last batch
+        (24, 4, 0.005, 1e-6, 2),
+        (43, 8, 0.04, 1e-2, 2),
+        (1534, 8, 0.04, 1e-4, 2),  # the issue's case: roots below the grid spacing
+        (200, 4, 0.04, 1e-6, 2),
+        (100, 2, 0.04, 1e-4, 2),
+    ],
+)
+def test_refined_roots_match_the_continuous_program(n_examples, batch_size, prior_var, cost, n_stages):
+    chain = EmpiricalTargetChain(n_examples, batch_size, prior_var)
+    ours = root_schedule(n_examples, batch_size, prior_var, cost)
+    for stage, exact in nested_quadrature_roots(chain, cost, n_stages).items():
+        tolerance = max(1e-6, 0.01 * cost * chain.batch_sizes[stage])
+        assert abs(ours[stage] - exact) <= tolerance, (stage, ours[stage], exact)
+
+
+@pytest.mark.slow
+def test_refined_last_root_of_a_long_benchmark_has_the_right_sign():
+    # 12 x 41,871: the plain grid gives -0.00128 for a root of +0.0007.
+    chain = EmpiricalTargetChain(41871, 8, 0.04)
+    exact = nested_quadrature_roots(chain, 1e-4, 1)[chain.horizon - 1]
+    assert exact > 0
+    assert root_schedule(41871, 8, 0.04, 1e-4)[-1] == pytest.approx(exact, abs=1e-6)
+
+
+def plain_grid_roots(n_examples, batch_size, prior_var, cost, grid_points):
+    """The plain-grid program by direct O(P^2) summation: the same grid, no FFT, no refinement."""
+    chain = EmpiricalTargetChain(n_examples, batch_size, prior_var)
+    sds, stage_costs = chain.step_sds, cost * chain.batch_sizes
+    total = float(np.sqrt(np.sum(sds**2)))
+    lower = min(-5 * total, brentq(lambda x: ei(x, total) - stage_costs.min(), -50 * total, total))
+    grid = np.linspace(lower, 1.01 * stage_costs.sum() + 5 * total, grid_points)
+    delta = grid[1] - grid[0]
+    values = np.maximum(grid, 0.0)
+    roots = np.empty(chain.horizon)
+    for stage in range(chain.horizon - 1, -1, -1):
+        kinks = np.diff(np.concatenate([[0.0], np.diff(values) / delta, [1.0]]))
+        smoothed = values[0] + ei(grid[:, None] - grid[None, :], sds[stage]) @ kinks
+        q = smoothed - stage_costs[stage]
+        first = int(np.argmax(q >= 0))
+        roots[stage] = grid[first - 1] - delta * q[first - 1] / (q[first] - q[first - 1])
+        values = np.maximum(q, 0.0)
+    return roots
+
+
+def test_unrefined_roots_are_the_plain_grid_program():
+    expected = plain_grid_roots(60, 8, 0.04, 1e-3, 129)
+    np.testing.assert_allclose(root_schedule(60, 8, 0.04, 1e-3, grid_points=129, refine=False), expected,
+                               rtol=0, atol=1e-12)
+
+
+def test_step_sds_of_a_tiny_chain_worked_by_hand():
+    # N = 4, B = 2, v0 = 0.04, tau^2 = 1/4: a = 1 + 0.25 / 0.16 = 2.5625,
+    # v_0 = 0.04, v_1 = 1 / (25 + 8) = 1/33,
+    # sigma_0 = 2.5625 * 0.04 / sqrt(0.04 + 0.125)   = 0.252338...,
+    # sigma_1 = 2.5625 / 33 / sqrt(1/33 + 0.125)     = 0.197042...
+    chain = EmpiricalTargetChain(4, 2, 0.04)
+    np.testing.assert_array_equal(chain.batch_sizes, [2.0, 2.0])
+    np.testing.assert_allclose(chain.latent_vars, [0.04, 1 / 33], rtol=1e-14)
+    assert chain.target_scale == pytest.approx(2.5625, rel=1e-14)
+    np.testing.assert_allclose(chain.step_sds, [0.252338, 0.197042], atol=1e-6)
+    # The steps of M add up to the prior variance of the full-row mean, v0 + tau^2 / N.
+    assert np.sum(chain.step_sds**2) == pytest.approx(0.04 + 0.25 / 4, rel=1e-12)
+
+
+def test_tiny_costs_work_and_vanishing_costs_are_refused():
+    roots = root_schedule(100, 4, 0.04, 1e-11)
+    assert np.all(np.isfinite(roots)) and np.all(np.diff(roots) > 0)
+    assert roots[-1] == pytest.approx(nested_quadrature_roots(EmpiricalTargetChain(100, 4, 0.04), 1e-11, 1)[24],
+                                      abs=1e-9)
+    with pytest.raises(ValueError, match="cost_per_example 1e-16 is too small to resolve"):
+        root_schedule(100, 4, 0.04, 1e-16)
