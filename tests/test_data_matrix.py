@@ -101,3 +101,23 @@ def test_benchmark_validates_its_fields():
         Benchmark("b", np.zeros((3, 2)), features=np.zeros((2, 1)))
     with pytest.raises(ValueError, match="default_batch_size must be an integer in \\[1, N\\]"):
         Benchmark("b", np.zeros((3, 2)), default_batch_size=3)
+
+
+def test_cached_benchmark_arrays_are_read_only():
+    from gittinseval.costs import PriceCost
+    from gittinseval.data import load_mmlu
+
+    benchmark = load_mmlu("college_mathematics")
+    for array in (benchmark.scores, benchmark.prices, benchmark.features, benchmark.row_means,
+                  PriceCost()(benchmark)):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0
+    assert load_mmlu("college_mathematics") is benchmark
+
+
+def test_benchmark_leaves_the_callers_array_writable():
+    from gittinseval.data import Benchmark
+
+    scores = np.zeros((2, 3))
+    Benchmark(name="mine", scores=scores)
+    scores[0, 0] = 1.0

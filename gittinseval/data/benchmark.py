@@ -50,6 +50,13 @@ def validate_prices(prices: Any, n_arms: int, source: str) -> np.ndarray:
     return vector
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only copy of ``array`` (the caller's array is left as it is)."""
+    frozen = np.array(array, copy=True)
+    frozen.setflags(write=False)
+    return frozen
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """A complete response matrix and what is known about its arms.
@@ -83,11 +90,14 @@ class Benchmark:
     details: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        scores = validate_matrix(self.scores, self.name)
+        # Loaders cache benchmarks, so one in-place change would corrupt every later
+        # run in the process: the arrays are private read-only copies.
+        scores = _read_only(validate_matrix(self.scores, self.name))
         object.__setattr__(self, "scores", scores)
         n_arms = scores.shape[0]
         if self.prices is not None:
-            object.__setattr__(self, "prices", validate_prices(self.prices, n_arms, f"{self.name} costs"))
+            prices = validate_prices(self.prices, n_arms, f"{self.name} costs")
+            object.__setattr__(self, "prices", _read_only(prices))
         names = tuple(self.arm_names) or tuple(f"arm_{k}" for k in range(n_arms))
         if len(names) != n_arms:
             raise ValueError(f"{self.name}: {len(names)} arm names for {n_arms} arms")
@@ -95,7 +105,7 @@ class Benchmark:
         features = np.arange(n_arms)[:, None] if self.features is None else np.asarray(self.features)
         if features.ndim != 2 or features.shape[0] != n_arms:
             raise ValueError(f"{self.name}: features must have shape [{n_arms}, D], got {features.shape}")
-        object.__setattr__(self, "features", features.astype(np.int64))
+        object.__setattr__(self, "features", _read_only(features.astype(np.int64)))
         size = self.default_batch_size
         if size is not None and (isinstance(size, bool) or int(size) != size or not 1 <= size <= self.n_examples):
             raise ValueError(f"{self.name}: default_batch_size must be an integer in [1, N], got {size!r}")
@@ -110,7 +120,7 @@ class Benchmark:
 
     @cached_property
     def row_means(self) -> np.ndarray:
-        return self.scores.mean(axis=1)
+        return _read_only(self.scores.mean(axis=1))
 
     @cached_property
     def binary(self) -> bool:
