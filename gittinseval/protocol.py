@@ -52,7 +52,8 @@ class EvaluationProblem:
         budget: spend limit, in the units of ``costs``.
         prior_mean: ``mu_0``, the benchmark-level prior mean of an arm's score.
         prior_var: ``v_0 > 0``, the prior variance.
-        binary: whether every score is 0 or 1.
+        binary: whether every score is 0 or 1 (keyword-only and required: a
+            policy for binary scores must not run on continuous ones by default).
         features: ``[K, D]`` integer categorical codes of each arm's configuration,
             or ``None``.
         default_batch_size: the benchmark's default batch size, for policies
@@ -64,7 +65,7 @@ class EvaluationProblem:
     budget: float
     prior_mean: float = 0.5
     prior_var: float = 0.04
-    binary: bool = True
+    binary: bool = field(kw_only=True)
     features: np.ndarray | None = None
     default_batch_size: int | None = None
 

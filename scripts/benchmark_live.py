@@ -28,7 +28,8 @@ from gittinseval.live import Evaluator, MatrixScorer, evaluate
 def time_policy(scores: np.ndarray, costs: np.ndarray, n_requests: int, batch_size: int) -> float:
     n_arms, n_examples = scores.shape
     policy = GittinsPolicy(batch_size)
-    policy.reset(EvaluationProblem(n_examples, costs, n_examples * costs.sum(), 0.5, 0.04), np.random.default_rng(0))
+    problem = EvaluationProblem(n_examples, costs, n_examples * costs.sum(), 0.5, 0.04, binary=True)
+    policy.reset(problem, np.random.default_rng(0))
     started = time.perf_counter()
     for _ in range(n_requests):
         request = policy.select()

@@ -44,7 +44,7 @@ def main() -> None:
     observed = rng.uniform(size=scores.shape) < args.observed
 
     policy = LRFPolicy(batch_size=32)
-    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.1 * n_arms * n_examples)
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.1 * n_arms * n_examples, binary=True)
     policy.reset(problem, rng)
     policy.warmup.clear()
     policy.values = np.where(observed, scores, 0.0)

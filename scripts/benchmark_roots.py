@@ -43,7 +43,7 @@ def main() -> None:
     print(f"{len(costs)} tables in separate calls:          {1e3 * separate:8.1f} ms  (ratio {separate / batched:.2f})")
 
     scores = benchmark.scores
-    problem = EvaluationProblem(benchmark.n_examples, benchmark.prices, 1e9, 0.4, 0.02)
+    problem = EvaluationProblem(benchmark.n_examples, benchmark.prices, 1e9, 0.4, 0.02, binary=True)
     policy = GittinsPolicy(batch_size=8)
     policy.reset(problem, np.random.default_rng(0))
     n_steps = 5000

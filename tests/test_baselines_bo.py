@@ -209,7 +209,8 @@ def test_initial_design_is_uniform_and_skips_configurations_that_do_not_fit():
     costs = np.ones(n_arms)
     costs[7] = 100.0  # one configuration alone costs more than the budget
     budget = 0.1 * 5 * costs.sum()
-    problem = EvaluationProblem(n_examples=5, costs=costs, budget=budget, features=np.arange(n_arms)[:, None])
+    features = np.arange(n_arms)[:, None]
+    problem = EvaluationProblem(n_examples=5, costs=costs, budget=budget, features=features, binary=False)
     counts = np.zeros(n_arms)
     for seed in range(400):
         policy = LogEIPolicy(init_fraction=0.1)
@@ -232,18 +233,20 @@ def test_same_seed_same_trace(policy_class):
 
 
 def test_cost_aware_acquisition_uses_the_configuration_cost_and_unit_cost_uses_one():
-    problem = EvaluationProblem(n_examples=30, costs=np.array([0.5, 2.0, 7.0]), budget=10.0)
+    problem = EvaluationProblem(n_examples=30, costs=np.array([0.5, 2.0, 7.0]), budget=10.0, binary=False)
     policy = PBGIPolicy()
     policy.reset(problem, np.random.default_rng(0))
     np.testing.assert_array_equal(policy.acquisition_costs.numpy(), [15.0, 60.0, 210.0])
-    policy.reset(EvaluationProblem(n_examples=30, costs=np.ones(3), budget=10.0), np.random.default_rng(0))
+    unit = EvaluationProblem(n_examples=30, costs=np.ones(3), budget=10.0, binary=False)
+    policy.reset(unit, np.random.default_rng(0))
     np.testing.assert_array_equal(policy.acquisition_costs.numpy(), [1.0, 1.0, 1.0])
 
 
 def test_a_bo_query_must_be_a_new_whole_configuration():
     benchmark = random_benchmark()
     policy = LogEIPolicy()
-    policy.reset(EvaluationProblem(30, np.ones(40), 120.0, features=benchmark.features), np.random.default_rng(0))
+    problem = EvaluationProblem(30, np.ones(40), 120.0, features=benchmark.features, binary=False)
+    policy.reset(problem, np.random.default_rng(0))
     request = policy.select()
     assert request.examples.tolist() == list(range(30))
     partial = type(request)(request.arm, request.examples[:5])

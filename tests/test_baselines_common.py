@@ -95,9 +95,9 @@ def test_allocation_ignores_costs(benchmark, name):
 
 
 def test_cell_budget_is_the_budget_fraction_of_all_cells():
-    unit = EvaluationProblem(n_examples=805, costs=np.ones(57), budget=0.1 * 57 * 805)
+    unit = EvaluationProblem(n_examples=805, costs=np.ones(57), budget=0.1 * 57 * 805, binary=False)
     assert cell_budget(unit) == 4589  # ceil(4588.5)
-    priced = EvaluationProblem(n_examples=10, costs=np.array([1.0, 3.0]), budget=0.5 * 40)
+    priced = EvaluationProblem(n_examples=10, costs=np.array([1.0, 3.0]), budget=0.5 * 40, binary=False)
     assert cell_budget(priced) == 10
 
 
@@ -113,3 +113,9 @@ def test_running_means_best_skips_unobserved_and_breaks_ties_by_priority():
     assert stats.best(everyone, priority) == 0
     assert stats.best(np.array([False, True, True, False]), priority) == 2
     np.testing.assert_allclose(stats.means, [1.0, np.nan, 0.5, 0.5])
+
+
+def test_evaluation_problem_requires_binary_by_keyword():
+    with pytest.raises(TypeError, match="binary"):
+        EvaluationProblem(n_examples=10, costs=np.ones(2), budget=4.0)
+    assert not EvaluationProblem(10, np.ones(2), 4.0, binary=False).binary

@@ -83,7 +83,8 @@ def test_ensemble_moments_match_the_explicit_products():
 def fed_policy(scores, observed, seed, **kwargs):
     n_arms, n_examples = scores.shape
     policy = LRFPolicy(**kwargs)
-    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), float(n_arms * n_examples)), np.random.default_rng(0))
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), float(n_arms * n_examples), binary=False)
+    policy.reset(problem, np.random.default_rng(0))
     policy.warmup.clear()
     for arm in range(n_arms):
         examples = np.flatnonzero(observed[arm])
@@ -120,7 +121,8 @@ def test_warmup_is_five_percent_of_cells_one_request_per_arm_and_no_fit():
     n_arms, n_examples = 30, 40
     scores = np.random.default_rng(0).uniform(size=(n_arms, n_examples))
     policy = LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=4))
-    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), 0.1 * n_arms * n_examples), np.random.default_rng(2))
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.1 * n_arms * n_examples, binary=False)
+    policy.reset(problem, np.random.default_rng(2))
     warmup = list(policy.warmup)
     assert sum(r.size for r in warmup) == math.ceil(0.05 * n_arms * n_examples)
     assert len({r.arm for r in warmup}) == len(warmup)

@@ -51,7 +51,7 @@ def test_rasch_completion_with_one_class_fills_that_class():
 def run_phases(policy, scores, fraction, seed=0):
     """Drive the policy by hand; return survivors and cells per phase."""
     n_arms, n_examples = scores.shape
-    problem = EvaluationProblem(n_examples, np.ones(n_arms), fraction * n_arms * n_examples)
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), fraction * n_arms * n_examples, binary=True)
     policy.reset(problem, np.random.default_rng(seed))
     survivors, cells = [int(policy.survivors.sum())], [0]
     while (request := policy.select()) is not None:
@@ -80,7 +80,7 @@ def test_each_phase_halves_the_survivors_and_spends_its_share():
 def test_halving_keeps_the_best_completed_row_means():
     scores = binary_matrix(5, 10, 40)
     policy = PromptEvalPolicy(batch_size=2, max_phases=1)
-    policy.reset(EvaluationProblem(40, np.ones(10), 60.0), np.random.default_rng(0))
+    policy.reset(EvaluationProblem(40, np.ones(10), 60.0, binary=True), np.random.default_rng(0))
     while (request := policy.select()) is not None:
         policy.observe(request, scores[request.arm, request.examples])
     assert policy.phase == 1 and policy.observed.sum() == 60
@@ -91,7 +91,7 @@ def test_halving_keeps_the_best_completed_row_means():
 def test_sampling_is_stratified_over_arms_and_examples():
     scores = binary_matrix(6, 12, 30)
     policy = PromptEvalPolicy(batch_size=1, max_phases=1)
-    policy.reset(EvaluationProblem(30, np.ones(12), 72.0), np.random.default_rng(0))
+    policy.reset(EvaluationProblem(30, np.ones(12), 72.0, binary=True), np.random.default_rng(0))
     for _ in range(71):  # stop before the phase ends and the survivors change
         request = policy.select()
         policy.observe(request, scores[request.arm, request.examples])

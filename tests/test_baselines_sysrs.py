@@ -61,7 +61,7 @@ def test_phases_share_blocks_and_drop_the_lowest_mean():
     n_arms, n_examples = 8, 30
     scores = rng.uniform(size=(n_arms, n_examples))
     policy = SySRsPolicy(batch_size=4)
-    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.4 * n_arms * n_examples)
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.4 * n_arms * n_examples, binary=False)
     policy.reset(problem, np.random.default_rng(1))
     lengths = successive_rejects_schedule(n_arms, n_examples, 96)
     observed = np.zeros(scores.shape, dtype=bool)
@@ -93,7 +93,7 @@ def test_recommendation_after_every_request_is_the_best_survivor_mean():
     rng = np.random.default_rng(3)
     scores = rng.uniform(size=(6, 20))
     policy = SySRsPolicy(batch_size=3)
-    policy.reset(EvaluationProblem(20, np.ones(6), 60.0), np.random.default_rng(0))
+    policy.reset(EvaluationProblem(20, np.ones(6), 60.0, binary=False), np.random.default_rng(0))
     sums, counts = np.zeros(6), np.zeros(6)
     while (request := policy.select()) is not None:
         policy.observe(request, scores[request.arm, request.examples])

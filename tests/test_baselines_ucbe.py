@@ -18,7 +18,7 @@ def fed_policy(scores, observed, batch_size=4, a=1.0, seed=0):
     """A reset UCBEPolicy that has observed ``scores`` where ``observed``."""
     n_arms, n_examples = scores.shape
     policy = UCBEPolicy(batch_size=batch_size, a=a)
-    problem = EvaluationProblem(n_examples, np.ones(n_arms), float(n_arms * n_examples))
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), float(n_arms * n_examples), binary=False)
     policy.reset(problem, np.random.default_rng(seed))
     for arm in range(n_arms):
         examples = np.flatnonzero(observed[arm])

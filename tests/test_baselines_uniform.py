@@ -11,7 +11,7 @@ def test_round_robin_gives_equal_shares_and_recommends_the_best_mean():
     n_arms, n_examples = 7, 9
     scores = rng.uniform(size=(n_arms, n_examples))
     policy = UniformPolicy(batch_size=2)
-    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), 30.0), np.random.default_rng(1))
+    policy.reset(EvaluationProblem(n_examples, np.ones(n_arms), 30.0, binary=False), np.random.default_rng(1))
     observed = np.zeros(scores.shape, dtype=bool)
     for round_ in range(4):
         arms = []
@@ -36,5 +36,5 @@ def test_round_robin_gives_equal_shares_and_recommends_the_best_mean():
 
 def test_batch_size_defaults_to_the_benchmark():
     policy = UniformPolicy()
-    policy.reset(EvaluationProblem(20, np.ones(3), 6.0, default_batch_size=4), np.random.default_rng(0))
+    policy.reset(EvaluationProblem(20, np.ones(3), 6.0, default_batch_size=4, binary=False), np.random.default_rng(0))
     assert policy.select().size == 4 and policy.hyperparameters()["batch_size"] == 4
