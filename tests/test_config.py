@@ -208,13 +208,12 @@ def readme_block(first_line):
 def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, tmp_path, monkeypatch):
     # The README's example baseline, kept outside the repository and found through
     # hydra.searchpath, runs end to end with no edit to the package.
-    package = tmp_path / "userbaselines"
+    package = tmp_path / "my_baselines"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "greedy.py").write_text(readme_block("# baselines/greedy.py"))
+    (package / "greedy.py").write_text(readme_block("# my_baselines/greedy.py"))
     (tmp_path / "conf" / "policy").mkdir(parents=True)
-    yaml = readme_block("# conf/policy/greedy.yaml").replace("baselines.greedy", "userbaselines.greedy")
-    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(yaml)
+    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(readme_block("# conf/policy/greedy.yaml"))
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = compose_config(
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
