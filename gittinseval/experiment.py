@@ -43,14 +43,19 @@ def run_experiment(
     result.save(output_dir)
     logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
     summary = result.summary
+    stop = (
+        "the stopping signal did not fire"
+        if summary["stop_cost_pct"] is None
+        else f"stopping signal at {summary['stop_cost_pct']:.3g}% of exhaustive"
+    )
     log.info(
-        "%s on %s (%s cost, seed %d): final regret %.4g, stop signal at %s%% of exhaustive; %s",
+        "%s on %s (%s cost, seed %d): final regret %.4g, %s; %s",
         summary["label"],
         summary["benchmark"],
         summary["cost_mode"],
         summary["seed"],
         summary["final_regret"],
-        "n/a" if summary["stop_cost_pct"] is None else f"{summary['stop_cost_pct']:.3g}",
+        stop,
         output_dir,
     )
     return result

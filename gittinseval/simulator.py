@@ -119,7 +119,9 @@ def simulate(
 
     started = time.perf_counter()
     policy.reset(problem, np.random.default_rng(seed))
-    with tqdm(total=problem.budget, disable=not progress, desc=policy.name, unit="cost") as bar:
+    # The bar counts percent of the budget: raw costs are long floats.
+    bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
+    with tqdm(total=problem.budget, disable=not progress, desc=policy.name, bar_format=bar_format) as bar:
         while spent < problem.budget:
             request = policy.select()
             if request is None:

@@ -227,3 +227,12 @@ def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, tmp_path, monke
     result = run_experiment(cfg, tmp_path / "run")
     assert result.summary["policy"] == "greedy" and result.summary["label"] == "Greedy"
     assert result.summary["total_cost"] >= 48  # 10% of 12 arms x 40 examples
+
+
+def test_run_log_says_when_the_stopping_signal_never_fired(matrix_path, tmp_path, caplog):
+    cfg = compose_config("policy=ucbe", "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}",
+                         "prior=general", "cost=unit", "logger=none")
+    with caplog.at_level("INFO", logger="gittinseval.experiment"):
+        result = run_experiment(cfg, tmp_path / "run")
+    assert result.summary["stop_cost_pct"] is None
+    assert "the stopping signal did not fire" in caplog.text and "n/a" not in caplog.text
