@@ -137,6 +137,7 @@ class ConfigurationBOPolicy(Policy):
 
     name = "bo"
     label = "BO"
+    uses_prior = False
 
     def __init__(self, lam: float = 1e-4, init_fraction: float = 0.05, noise_var: float = 1e-6) -> None:
         for key, value in (("lam", lam), ("noise_var", noise_var)):

@@ -185,6 +185,7 @@ class LRFPolicy(Policy):
 
     name = "lrf"
     label = "UCB-E-LRF"
+    uses_prior = False
 
     def __init__(
         self,

@@ -75,6 +75,7 @@ class PromptEvalPolicy(Policy):
 
     name = "prompteval"
     label = "PromptEval"
+    uses_prior = False
 
     def __init__(self, batch_size: int = 1, max_phases: int = 5, inverse_regularization: float = 100.0) -> None:
         if isinstance(max_phases, bool) or int(max_phases) != max_phases or max_phases < 1:

@@ -94,6 +94,7 @@ class SySRsPolicy(Policy):
 
     name = "sysrs"
     label = "SySRs"
+    uses_prior = False
 
     def __init__(self, batch_size: int | None = None) -> None:
         self.batch_size = None if batch_size is None else check_batch_size(batch_size)

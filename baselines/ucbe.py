@@ -43,6 +43,7 @@ class UCBEPolicy(Policy):
 
     name = "ucbe"
     label = "UCB-E"
+    uses_prior = False
 
     def __init__(self, batch_size: int | None = None, a: float = 1.0) -> None:
         if not (math.isfinite(a) and a >= 0):

@@ -33,6 +33,7 @@ class UniformPolicy(Policy):
 
     name = "uniform"
     label = "Uniform"
+    uses_prior = False
 
     def __init__(self, batch_size: int | None = None) -> None:
         self.batch_size = None if batch_size is None else check_batch_size(batch_size)

@@ -8,6 +8,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
 
 __all__ = ["run_experiment"]
@@ -26,8 +27,9 @@ def run_experiment(
     output_dir = Path(output_dir)
     benchmark = instantiate(cfg.benchmark)
     cost_model = instantiate(cfg.cost)
-    prior = instantiate(cfg.prior).resolve(benchmark)
     policy = instantiate(cfg.policy)
+    # A policy that ignores the prior must not need one the benchmark lacks.
+    prior = instantiate(cfg.prior).resolve(benchmark) if policy.uses_prior else GaussianPrior(name="unused")
     logger = instantiate(cfg.logger)
     result = simulate(
         benchmark,

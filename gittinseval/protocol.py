@@ -152,13 +152,17 @@ def validate_scores(request: Request, scores: Any) -> np.ndarray:
 class Policy(ABC):
     """Adaptive evaluation policy: select / observe / recommend / stop signal.
 
-    Subclasses set the class attributes ``name`` (the ``policy=`` config name)
-    and ``label`` (its name in figures), take their hyperparameters in
-    ``__init__`` and keep all run state in attributes created by :meth:`reset`.
+    Subclasses set the class attributes ``name`` (the ``policy=`` config name),
+    ``label`` (its name in figures) and, if they ignore the prior,
+    ``uses_prior = False``; they take their hyperparameters in ``__init__`` and
+    keep all run state in attributes created by :meth:`reset`.
     """
 
     name: str = "policy"
     label: str = "Policy"
+    uses_prior: bool = True
+    """Whether the policy reads ``prior_mean``/``prior_var``; a run of one that does
+    not never asks the benchmark for a data-specific prior."""
 
     @abstractmethod
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:

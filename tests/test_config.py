@@ -236,3 +236,18 @@ def test_run_log_says_when_the_stopping_signal_never_fired(matrix_path, tmp_path
         result = run_experiment(cfg, tmp_path / "run")
     assert result.summary["stop_cost_pct"] is None
     assert "the stopping signal did not fire" in caplog.text and "n/a" not in caplog.text
+
+
+@pytest.mark.parametrize("policy", ["ucbe", "uniform", "sysrs"])
+def test_prior_free_policies_run_on_a_benchmark_without_a_specific_prior(policy, matrix_path, tmp_path):
+    # prior=specific is the default; the user's matrix has none.
+    cfg = compose_config(f"policy={policy}", "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}",
+                         "cost=unit", "logger=none")
+    assert run_experiment(cfg, tmp_path / "run").summary["prior"] == "unused"
+
+
+def test_a_policy_that_uses_the_prior_still_needs_one(matrix_path, tmp_path):
+    cfg = compose_config("policy=gittins", "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}",
+                         "cost=unit", "logger=none")
+    with pytest.raises(ValueError, match="has no data-specific prior"):
+        run_experiment(cfg, tmp_path / "run")
