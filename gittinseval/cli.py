@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
@@ -40,12 +42,20 @@ def expand_subject_sweep(argv: list[str]) -> list[str]:
 def _app(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
-    result = run_experiment(
-        cfg,
-        hydra_cfg.runtime.output_dir,
-        name=hydra_cfg.job.override_dirname or None,
-        group=Path(hydra_cfg.sweep.dir).name if multirun else None,
-    )
+    try:
+        result = run_experiment(
+            cfg,
+            hydra_cfg.runtime.output_dir,
+            name=hydra_cfg.job.override_dirname or None,
+            group=Path(hydra_cfg.sweep.dir).name if multirun else None,
+        )
+    except (ValueError, InstantiationException) as error:
+        # A wrong setting is one line that names it; HYDRA_FULL_ERROR=1 keeps the trace.
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        print(f"gittinseval: error: {cause}", file=sys.stderr)
+        raise SystemExit(2) from None
     return result.summary["final_regret"]
 
 

@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
+from gittinseval.validation import fraction_in_unit_interval, non_negative_int
 
 __all__ = ["run_experiment"]
 
@@ -25,6 +26,8 @@ def run_experiment(
     to the configured logger.
     """
     output_dir = Path(output_dir)
+    budget = fraction_in_unit_interval("budget", cfg.budget)
+    seed = non_negative_int("seed", cfg.seed)
     benchmark = instantiate(cfg.benchmark)
     cost_model = instantiate(cfg.cost)
     policy = instantiate(cfg.policy)
@@ -36,8 +39,8 @@ def run_experiment(
         policy,
         cost_model(benchmark),
         prior,
-        budget_fraction=float(cfg.budget),
-        seed=int(cfg.seed),
+        budget_fraction=budget,
+        seed=seed,
         cost_mode=cost_model.name,
         prior_name=prior.name,
         progress=bool(cfg.progress),

@@ -77,8 +77,9 @@ class GittinsPolicy(Policy):
         for key, value in (("lam", lam), ("cell_var", cell_var)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{key} must be positive and finite, got {value!r}")
-        if not math.isfinite(kappa):
-            raise ValueError(f"kappa must be finite, got {kappa!r}")
+        if not (math.isfinite(kappa) and kappa >= 0):
+            # kappa < 0 would reward uncertainty: an optimistic, not a lower-confidence, rule.
+            raise ValueError(f"kappa must be finite and >= 0 (1: LCB rule, 0: posterior mean), got {kappa!r}")
         self.batch_size = None if batch_size is None else check_batch_size(batch_size)
         self.lam = float(lam)
         self.kappa = float(kappa)

@@ -19,8 +19,9 @@ class GaussianPrior:
     name: str = "general"
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.mean):
-            raise ValueError(f"prior mean must be finite, got {self.mean!r}")
+        # Every benchmark's scores lie in [0, 1], and so does an arm's mean.
+        if not (math.isfinite(self.mean) and 0 <= self.mean <= 1):
+            raise ValueError(f"prior.mean must lie in [0, 1] (scores are in [0, 1]), got {self.mean!r}")
         if not (math.isfinite(self.var) and self.var > 0):
             raise ValueError(f"prior variance must be positive and finite, got {self.var!r}")
 

@@ -156,6 +156,7 @@ def test_observe_rejects_bad_scores(scores, message):
         ({"lam": 0.0}, "lam must be positive"),
         ({"cell_var": -0.25}, "cell_var must be positive"),
         ({"kappa": float("inf")}, "kappa must be finite"),
+        ({"kappa": -0.5}, "kappa must be finite and >= 0"),
     ],
 )
 def test_bad_hyperparameters(kwargs, message):
