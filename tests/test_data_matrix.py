@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gittinseval.data import Benchmark, load_matrix, read_costs
+from gittinseval.data.matrix import read_matrix
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv", ".parquet"])
@@ -121,3 +122,34 @@ def test_benchmark_leaves_the_callers_array_writable():
     scores = np.zeros((2, 3))
     Benchmark(name="mine", scores=scores)
     scores[0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "arm,q1,q2,q3\narm0,1,0,1\narm1,0,0,1\n",  # named first column of text
+        "q1,q2,q3,name\n1,0,1,arm0\n0,0,1,arm1\n",  # named last column
+        "model,q1,q2,q3\n0,1,0,1\n1,0,0,1\n",  # numeric arm ids under a name header
+        "x0,1,0,1\nx1,0,0,1\n",  # no header, unnamed text column
+    ],
+)
+def test_csv_arm_name_columns_are_skipped(tmp_path, text):
+    path = tmp_path / "m.csv"
+    path.write_text(text)
+    np.testing.assert_array_equal(read_matrix(path), [[1, 0, 1], [0, 0, 1]])
+
+
+def test_parquet_skips_the_same_arm_name_columns(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"arm": [0, 1], "label": ["a", "b"], "q1": [1.0, 0.0], "q2": [0.0, 1.0]}), path)
+    np.testing.assert_array_equal(read_matrix(path), [[1, 0], [0, 1]])
+
+
+def test_a_non_numeric_cell_names_its_row_and_column(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("arm,q1,q2,q3\narm0,1,0,1\narm1,0,NA,1\n")
+    with pytest.raises(ValueError, match=r"line 3, arm 1 \(arm1\), column 'q2': 'NA' is not a number"):
+        read_matrix(path)

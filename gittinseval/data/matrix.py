@@ -13,37 +13,65 @@ from gittinseval.data.benchmark import Benchmark, validate_matrix, validate_pric
 __all__ = ["load_matrix", "read_costs", "read_matrix"]
 
 
+ARM_NAME_COLUMNS = ("arm", "arm_name", "name", "model", "config", "configuration")
+"""Headers of a column of arm names, skipped in CSV and parquet matrices alike."""
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_csv_numbers(path: Path) -> np.ndarray:
-    """Numeric CSV, with or without a header row and an arm-name first column."""
+    """Numeric CSV, one row per arm, with or without a header row.
+
+    A column of arm names is skipped: one whose header is in
+    :data:`ARM_NAME_COLUMNS`, or a first column with no number in it.  Any other
+    non-numeric cell is an error naming its row and column.
+    """
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
     if not rows:
         raise ValueError(f"{path}: the file is empty")
-
-    def numeric(cells: list[str]) -> bool:
-        try:
-            [float(c) for c in cells]
-        except ValueError:
-            return False
-        return True
-
-    if not numeric(rows[0]):
-        rows = rows[1:]
-    if rows and not numeric(rows[0]) and numeric(rows[0][1:]):
-        rows = [row[1:] for row in rows]
-    widths = {len(row) for row in rows}
-    if len(widths) != 1:
-        raise ValueError(f"{path}: rows have different numbers of columns {sorted(widths)}")
-    try:
-        return np.array([[float(c) for c in row] for row in rows], dtype=np.float64)
-    except ValueError as error:
-        raise ValueError(f"{path}: non-numeric cell ({error})") from error
+    # A first row is a header if it has text beyond an arm-name column, or text
+    # where the next row has a number.
+    first = rows[0]
+    has_header = not all(_is_number(cell) for cell in first[1:]) or (
+        len(rows) > 1 and not _is_number(first[0]) and _is_number(rows[1][0])
+    )
+    header = [cell.strip() for cell in first] if has_header else None
+    body = rows[1:] if header else rows
+    widths = {len(row) for row in body} | ({len(header)} if header else set())
+    if not body or len(widths) != 1:
+        raise ValueError(f"{path}: rows have different numbers of columns {sorted(widths)}" if body
+                         else f"{path}: no data rows")
+    n_columns = widths.pop()
+    names = header or [f"column {j + 1}" for j in range(n_columns)]
+    skipped = {j for j, name in enumerate(names) if header and name.lower() in ARM_NAME_COLUMNS}
+    if not any(_is_number(row[0]) for row in body):
+        skipped.add(0)
+    kept = [j for j in range(n_columns) if j not in skipped]
+    matrix = np.empty((len(body), len(kept)))
+    for i, row in enumerate(body):
+        for position, j in enumerate(kept):
+            try:
+                matrix[i, position] = float(row[j])
+            except ValueError:
+                arm = f" ({row[min(skipped)]})" if skipped else ""
+                line = i + 2 if header else i + 1
+                raise ValueError(
+                    f"{path}: line {line}, arm {i}{arm}, column {names[j]!r}: {row[j]!r} is not a number"
+                ) from None
+    return matrix
 
 
 def read_matrix(path: str | Path) -> np.ndarray:
     """Read a ``[K, N]`` matrix from ``.npy``, ``.npz`` (key ``scores`` or the only array),
-    ``.csv`` or ``.parquet`` (one row per arm; non-numeric columns such as arm names
-    are ignored)."""
+    ``.csv`` or ``.parquet`` (one row per arm; a column of arm names, see
+    :data:`ARM_NAME_COLUMNS`, is skipped in both, as are parquet's text columns)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"response matrix not found: {path}")
@@ -76,7 +104,12 @@ def _read_parquet_numbers(path: Path) -> np.ndarray:
         table = pq.read_table(path)
     except Exception as error:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise ValueError(f"{path}: cannot read the parquet file ({error})") from error
-    columns = [f.name for f in table.schema if pt.is_integer(f.type) or pt.is_floating(f.type) or pt.is_boolean(f.type)]
+    columns = [
+        f.name
+        for f in table.schema
+        if (pt.is_integer(f.type) or pt.is_floating(f.type) or pt.is_boolean(f.type))
+        and f.name.lower() not in ARM_NAME_COLUMNS
+    ]
     if not columns:
         raise ValueError(f"{path}: no numeric columns")
     return np.column_stack([table.column(c).to_numpy(zero_copy_only=False) for c in columns]).astype(np.float64)
