@@ -50,3 +50,15 @@ def test_a_wrong_setting_is_one_named_line(matrix, tmp_path, override, message):
 def test_full_error_keeps_the_trace(matrix, tmp_path):
     result = run(matrix, tmp_path, "budget=0", full_error=True)
     assert result.returncode != 0 and "Traceback" in result.stderr and "budget must be a number" in result.stderr
+
+
+def test_help_describes_the_app_and_lists_every_simulation_option():
+    result = subprocess.run([GITTINSEVAL, "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert result.stdout.startswith("gittinseval: simulate cost-aware adaptive evaluation")
+    conf = Path(__file__).resolve().parent.parent / "conf"
+    for group in ("benchmark", "policy", "prior", "cost", "logger", "experiment"):
+        for option in (conf / group).glob("*.yaml"):
+            assert option.stem in result.stdout, f"{group}={option.stem} missing from --help"
+    assert "live" not in result.stdout.replace("gittinseval-live", "")
+    assert result.stdout.count("gittinseval ") >= 3  # three examples
