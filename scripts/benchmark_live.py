@@ -82,9 +82,11 @@ def time_driver(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--subject", default="high_school_psychology")
+    parser.add_argument("--requests", type=int, default=2000, help="scoring requests to time (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=8, help="examples per request, B (default: %(default)s)")
+    parser.add_argument("--subject", default="high_school_psychology",
+        help="MMLU subject replayed as the live task (default: %(default)s)"
+    )
     args = parser.parse_args()
     bench = load_mmlu(args.subject)
     costs = bench.prices * 1000 / 1e6

@@ -30,7 +30,9 @@ def median_seconds(function, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5,
+        help="repetitions of each timing; the median is printed (default: %(default)s)"
+    )
     args = parser.parse_args()
     benchmark = load_mmlu("professional_law")
     costs = 1e-4 * benchmark.prices[::100]  # the 15 model prices

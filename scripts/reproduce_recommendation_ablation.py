@@ -33,8 +33,8 @@ def regret_at_2pct(subject: str, seed: int, kappa: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=20, help="runs per subject and rule (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel processes (default: %(default)s)")
     args = parser.parse_args()
     rules = {"posterior mean (kappa=0)": 0.0, "LCB (kappa=1)": 1.0}
     jobs = [(rule, s, seed) for rule in rules for s in SUBJECTS for seed in range(args.seeds)]

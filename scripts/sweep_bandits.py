@@ -66,9 +66,13 @@ def run_or_load(directory: Path, benchmark, policy_cfg, costs, prior, seed: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--subject", default="college_mathematics")
-    parser.add_argument("--out", type=Path, default=Path("outputs/sweep_bandits"))
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per policy (default: %(default)s)")
+    parser.add_argument("--subject", default="college_mathematics",
+        help="MMLU subject of the sweep (default: %(default)s)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("outputs/sweep_bandits"),
+        help="folder of the runs and the table (default: %(default)s)"
+    )
     parser.add_argument("--only", nargs="*", help="policies to run (default: all)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (small ops lose to thread overhead)")
     args = parser.parse_args()

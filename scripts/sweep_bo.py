@@ -51,9 +51,13 @@ def summarise(values: list[float | None]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--subject", default="college_mathematics")
-    parser.add_argument("--out", type=Path, default=Path("outputs/sweep_bo"))
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per policy (default: %(default)s)")
+    parser.add_argument("--subject", default="college_mathematics",
+        help="MMLU subject of the sweep (default: %(default)s)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("outputs/sweep_bo"),
+        help="folder of the runs and the table (default: %(default)s)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     settings = [(load_alpacaeval_paper(), 8), (load_mmlu(args.subject), 2)]
