@@ -251,3 +251,12 @@ def test_a_policy_that_uses_the_prior_still_needs_one(matrix_path, tmp_path):
                          "cost=unit", "logger=none")
     with pytest.raises(ValueError, match="has no data-specific prior"):
         run_experiment(cfg, tmp_path / "run")
+
+
+def test_main_experiment_sweeps_both_priors_and_twenty_seeds():
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=main"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    assert sorted(params.prior.split(",")) == ["general", "specific"]
+    assert params.seed == "range(20)"
+    assert set(params) == {"prior", "seed"}

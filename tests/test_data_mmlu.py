@@ -13,6 +13,10 @@ from gittinseval.data import load_mmlu, mmlu_batch_size, mmlu_subjects, read_pro
 from gittinseval.data._files import data_file
 from gittinseval.data.mmlu import PROMPTEVAL_REPO
 
+# SHA-256 of the synthesized abstract_algebra matrix at the default data_seed (float64
+# bytes): a change to the synthesis changes every MMLU result, so it must be deliberate.
+ABSTRACT_ALGEBRA_SHA256 = "8e69fe19eadc8fd85dcb28b3205d6d1370d9edf952694fda09a03c34a5a430ef"
+
 
 def shipped():
     with np.load(data_file("mmlu/arm_correct_counts.npz")) as data:
@@ -136,3 +140,21 @@ def test_prompteval_reader_from_the_hub_goes_through_datasets(monkeypatch):
     scores = read_prompteval_mmlu(PROMPTEVAL_REPO, "virology")
     assert calls == [(PROMPTEVAL_REPO, "virology")]
     np.testing.assert_array_equal(scores, np.vstack(list(blocks.values())))
+
+
+def test_synthesized_matrix_is_pinned_and_differs_between_subjects():
+    import hashlib
+
+    first = load_mmlu("abstract_algebra")
+    digest = hashlib.sha256(np.ascontiguousarray(first.scores, dtype=np.float64).tobytes()).hexdigest()
+    assert digest == ABSTRACT_ALGEBRA_SHA256
+    # Two subjects of the same size: different item assignments, not a relabelling.
+    second = load_mmlu("business_ethics")
+    assert first.n_examples == second.n_examples == 100
+    assert not np.array_equal(np.sort(first.scores.sum(axis=0)), np.sort(second.scores.sum(axis=0)))
+
+
+def test_arm_features_are_model_and_template_codes():
+    features = load_mmlu("abstract_algebra").features
+    np.testing.assert_array_equal(features[237], [2, 37])  # arm = model * 100 + template
+    np.testing.assert_array_equal(features[1499], [14, 99])

@@ -172,3 +172,48 @@ def test_batch_larger_than_benchmark_is_rejected():
 def test_request_is_a_plain_value():
     request = Request(3, np.array([1, 2]))
     assert request.size == 2 and request.arm == 3
+
+
+def test_kappa_flips_the_recommendation_on_a_built_case():
+    # Arm 0: 40 of 100 examples seen, mean 0.6 (certain); arm 1: 2 seen, both 1 (uncertain).
+    # Textbook moments (prior N(0.5, 0.04), tau^2 = 1/4) put arm 1 ahead in posterior mean
+    # and arm 0 ahead in M - sqrt(V).
+    n_examples, prior_mean, prior_var, cell_var = 100, 0.5, 0.04, 0.25
+    observed = {0: np.array([1.0] * 24 + [0.0] * 16), 1: np.array([1.0, 1.0])}
+
+    def moments(scores):
+        n = scores.size
+        latent_var = 1 / (1 / prior_var + n / cell_var)
+        latent_mean = latent_var * (prior_mean / prior_var + scores.sum() / cell_var)
+        mean = (scores.sum() + (n_examples - n) * latent_mean) / n_examples
+        var = ((n_examples - n) ** 2 * latent_var + (n_examples - n) * cell_var) / n_examples**2
+        return mean, var
+
+    (m0, v0), (m1, v1) = moments(observed[0]), moments(observed[1])
+    assert m1 > m0 and m0 - np.sqrt(v0) > m1 - np.sqrt(v1)
+    for kappa, expected in ((0.0, 1), (1.0, 0)):
+        policy = GittinsPolicy(batch_size=2, kappa=kappa)
+        policy.reset(make_problem([1.0, 1.0], n_examples), np.random.default_rng(0))
+        for arm, scores in observed.items():
+            for start in range(0, scores.size, 2):
+                policy.observe(Request(arm, np.arange(start, start + 2)), scores[start : start + 2])
+        assert policy.recommend() == expected
+
+
+@pytest.mark.parametrize("completed_below", [False, True])
+def test_stopping_signal_fires_on_an_exact_tie_with_the_best_open_arm(completed_below):
+    # N = B = 2: one batch completes an arm.  The open arm's index is mu0 - r_0; the
+    # prior mean is chosen so that this equals 0.5 exactly, the completed arm's mean.
+    root = root_schedule(2, 2, 0.04, 1e-4)[0]
+    prior_mean = 0.5 + root
+    while prior_mean - root > 0.5:
+        prior_mean = np.nextafter(prior_mean, -np.inf)
+    while prior_mean - root < 0.5:
+        prior_mean = np.nextafter(prior_mean, np.inf)
+    assert prior_mean - root == 0.5
+    if completed_below:  # the smallest step above the tie: the open arm leads
+        prior_mean = np.nextafter(prior_mean, np.inf)
+    policy = GittinsPolicy(batch_size=2)
+    policy.reset(make_problem([1.0, 1.0], 2, prior_mean=prior_mean), np.random.default_rng(0))
+    policy.observe(Request(0, np.array([0, 1])), np.array([1.0, 0.0]))
+    assert policy.stop_signal is (not completed_below)
