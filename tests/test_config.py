@@ -260,3 +260,9 @@ def test_main_experiment_sweeps_both_priors_and_twenty_seeds():
     assert sorted(params.prior.split(",")) == ["general", "specific"]
     assert params.seed == "range(20)"
     assert set(params) == {"prior", "seed"}
+
+
+def test_every_multirun_ends_with_the_sweep_summary():
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", return_hydra_config=True)
+    assert cfg.hydra.callbacks.plot_sweep._target_ == "gittinseval.callbacks.PlotSweep"
