@@ -42,7 +42,7 @@ def matrix_path(tmp_path):
 def test_expected_options_exist():
     assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"} <= set(GROUPS["benchmark"])
     assert "gittins" in GROUPS["policy"]
-    assert GROUPS["prior"] == ["general", "specific"]
+    assert GROUPS["prior"] == ["empirical", "general", "specific"]
     assert GROUPS["cost"] == ["aware", "unit"]
     assert GROUPS["logger"] == ["none", "wandb"]
     assert "main" in GROUPS["experiment"]
