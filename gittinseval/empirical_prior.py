@@ -50,16 +50,19 @@ class EmpiricalPriorEstimator:
     ``S^2 = sum_k (y_k - ybar)^2 / (K - 1)``.  The maximum is found on a coarse
     log grid of ``v`` and refined by bounded Brent search around the best point.
 
-    GittinsEval's root tables depend on ``v_0``, so the policy uses ``v_0`` snapped
-    to the log grid ``v_g exp(j * tolerance)`` (integer ``j``, not below the
-    floor): a new table is needed only when the estimate moves to another grid
-    cell, and tables already built are kept.  The used variance is within a factor
-    ``exp(tolerance / 2)`` of the estimate.
+    GittinsEval's root tables depend on ``v_0``.  The policy keeps the ``v_0`` of
+    its current tables until the estimate differs from it by more than a factor
+    ``exp(tolerance)``; it then moves to the estimate snapped to the log grid
+    ``v_g exp(j * tolerance)`` (integer ``j``, not below the floor), whose tables
+    are built once and cached.  So the ``v_0`` in use is always within a factor
+    ``exp(tolerance)`` of the estimate, and an estimate hovering at a grid
+    boundary does not switch tables back and forth.
 
     Args:
         var_floor: smallest ``v_0`` (positive, finite); keeps the prior from
             collapsing when arms look alike.
-        tolerance: log spacing of the table grid of ``v_0`` (positive, finite).
+        tolerance: largest ``|log(v_0 / estimate)|`` kept before switching root
+            tables, and the log spacing of their grid (positive, finite).
         prior_arms: ``kappa``, the weight of the starting prior in pseudo-arms
             observed without noise; 0 (no shrinkage) or larger than 1.
         refit_growth: the prior is refitted after a batch once the number of

@@ -59,10 +59,11 @@ class GittinsPolicy(Policy):
     :class:`~gittinseval.empirical_prior.EmpiricalPriorEstimator`) once the number
     of observed scores has grown by ``refit_growth`` since the last fit.  After a
     refit every arm's posterior, index and recommendation score is recomputed
-    from its sufficient statistics under ``N(mu_0, v_0)``, where ``v_0`` is the
-    estimate snapped to the estimator's log grid; the root tables are those of
-    :func:`~gittinseval.roots.root_schedule` at that ``v_0``, built the first time
-    a grid cell is used and cached.  The stopping signal and the recommendation
+    from its sufficient statistics under ``N(mu_0, v_0)``.  ``v_0`` changes only
+    when the estimate has moved by more than ``tolerance`` in log from it; it is
+    then the estimate snapped to the estimator's log grid, and the root tables are
+    those of :func:`~gittinseval.roots.root_schedule` at that ``v_0`` (built the
+    first time a grid point is used, then cached).  The stopping signal and the recommendation
     keep their meaning under the current prior.
 
     Args:
@@ -169,7 +170,7 @@ class GittinsPolicy(Policy):
         self.completed_index = np.where(post.completed, self.index, -np.inf)
 
     def _fit_prior(self) -> None:
-        """Refit ``N(mu_0, v_0)``, switch root tables if ``v_0`` changed grid cell, refresh all arms."""
+        """Refit ``N(mu_0, v_0)``, switch root tables if ``v_0`` moved beyond the tolerance, refresh all arms."""
         estimator, post = self.prior_estimator, self.posterior
         start_var = self.problem.prior_var
         self.prior_mean, self.prior_var_estimate = estimator.estimate(
@@ -177,11 +178,10 @@ class GittinsPolicy(Policy):
         )
         self.n_prior_fits += 1
         self.next_fit = max(self.n_observed + 1, math.ceil(self.n_observed * (1.0 + estimator.refit_growth)))
-        grid_index = estimator.grid_index(self.prior_var_estimate, start_var)
-        if grid_index != self.table_index:
-            self.prior_var = estimator.grid_var(grid_index, start_var)
-            self.roots = self._root_table(grid_index, self.prior_var)
-            self.table_index = grid_index
+        if abs(math.log(self.prior_var_estimate / self.prior_var)) > estimator.tolerance:
+            self.table_index = estimator.grid_index(self.prior_var_estimate, start_var)
+            self.prior_var = estimator.grid_var(self.table_index, start_var)
+            self.roots = self._root_table(self.table_index, self.prior_var)
             self.n_table_refreshes += 1
         post.set_prior(self.prior_mean, self.prior_var)
         self._refresh_all_arms()
