@@ -63,8 +63,8 @@ class GittinsPolicy(Policy):
     when the estimate has moved by more than ``tolerance`` in log from it; it is
     then the estimate snapped to the estimator's log grid, and the root tables are
     those of :func:`~gittinseval.roots.root_schedule` at that ``v_0`` (built the
-    first time a grid point is used, then cached).  The stopping signal and the recommendation
-    keep their meaning under the current prior.
+    first time a grid point is used, then cached).  The stopping signal and the
+    recommendation keep their meaning under the current prior.
 
     Args:
         batch_size: ``B``, examples per pull; ``None`` takes the benchmark's
