@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
+from gittinseval.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.protocol import (
     EvaluationProblem,
@@ -51,6 +53,19 @@ class GittinsPolicy(Policy):
     ``argmax_k M_k - kappa sqrt(V_k)`` over all arms (kappa = 1: the paper's LCB
     rule; kappa = 0: the posterior-mean rule).
 
+    GittinsEval-EB (``prior_estimator`` given): the shared prior starts as the
+    problem's ``N(prior_mean, prior_var)`` and is refitted from the arms' score
+    sums and counts by the estimator (see
+    :class:`~gittinseval.empirical_prior.EmpiricalPriorEstimator`) once the number
+    of observed scores has grown by ``refit_growth`` since the last fit.  After a
+    refit every arm's posterior, index and recommendation score is recomputed
+    from its sufficient statistics under ``N(mu_0, v_0)``.  ``v_0`` changes only
+    when the estimate has moved by more than ``tolerance`` in log from it; it is
+    then the estimate snapped to the estimator's log grid, and the root tables are
+    those of :func:`~gittinseval.roots.root_schedule` at that ``v_0`` (built the
+    first time a grid point is used, then cached).  The stopping signal and the
+    recommendation keep their meaning under the current prior.
+
     Args:
         batch_size: ``B``, examples per pull; ``None`` takes the benchmark's
             default (MMLU: 2/4/8 by subject size), else 8.
@@ -60,6 +75,8 @@ class GittinsPolicy(Policy):
         grid_points: grid size ``P`` of the root computation.
         refine_roots: solve each root off the grid (accurate to ``1e-6`` or 1 % of
             the stage cost); ``False`` keeps the paper's plain-grid roots.
+        prior_estimator: learn the shared prior online with this estimator
+            (GittinsEval-EB); ``None`` keeps the problem's prior fixed.
     """
 
     name = "gittins"
@@ -73,6 +90,7 @@ class GittinsPolicy(Policy):
         cell_var: float = 0.25,
         grid_points: int = 1025,
         refine_roots: bool = True,
+        prior_estimator: EmpiricalPriorEstimator | None = None,
     ) -> None:
         for key, value in (("lam", lam), ("cell_var", cell_var)):
             if not (math.isfinite(value) and value > 0):
@@ -86,6 +104,7 @@ class GittinsPolicy(Policy):
         self.cell_var = float(cell_var)
         self.grid_points = int(grid_points)
         self.refine_roots = bool(refine_roots)
+        self.prior_estimator = prior_estimator
 
     def hyperparameters(self) -> dict[str, Any]:
         return {
@@ -95,10 +114,14 @@ class GittinsPolicy(Policy):
             "cell_var": self.cell_var,
             "grid_points": self.grid_points,
             "refine_roots": self.refine_roots,
+            "prior_estimator": None if self.prior_estimator is None else dataclasses.asdict(self.prior_estimator),
         }
 
     def display_label(self, prior_name: str | None = None) -> str:
-        label = self.label if prior_name is None else f"{self.label}-{prior_name[:1].upper()}"
+        if self.prior_estimator is not None:
+            label = f"{self.label}-EB"
+        else:
+            label = self.label if prior_name is None else f"{self.label}-{prior_name[:1].upper()}"
         return label if self.kappa == 1.0 else f"{label} (kappa={self.kappa:g})"
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
@@ -109,28 +132,66 @@ class GittinsPolicy(Policy):
         self.posterior = FiniteBenchmarkPosterior(
             n_arms, n_examples, problem.prior_mean, problem.prior_var, self.cell_var
         )
-        distinct_costs, self.arm_table = np.unique(problem.costs, return_inverse=True)
-        roots = root_schedule(
-            n_examples,
-            self.resolved_batch_size,
-            problem.prior_var,
-            self.lam * distinct_costs,
-            cell_var=self.cell_var,
-            grid_points=self.grid_points,
-            refine=self.refine_roots,
-        )
-        # A completed arm (stage H) has root 0, so its index is its full-row mean.
-        self.roots = np.concatenate([roots, np.zeros((len(distinct_costs), 1))], axis=1)
+        self.distinct_costs, self.arm_table = np.unique(problem.costs, return_inverse=True)
         self.batch_sizes = chain.batch_sizes.astype(np.int64)
         self.order = RandomExampleOrder(n_arms, n_examples, rng)
         self.priority = rng.permutation(n_arms)
-        self.index = self.posterior.mean - self.roots[self.arm_table, 0]
-        self.recommend_score = self.posterior.mean - self.kappa * np.sqrt(self.posterior.variance)
+        self._stopped = False
+        self._tables: dict[int, np.ndarray] = {}
+        self.n_table_refreshes = 0
+        self.n_prior_fits = 0
+        self.n_observed = 0
+        self.next_fit = 1
+        self.prior_mean, self.prior_var = problem.prior_mean, problem.prior_var
+        self.prior_var_estimate = problem.prior_var
+        self.table_index = 0
+        self.roots = self._root_table(0, problem.prior_var)
+        self._refresh_all_arms()
+
+    def _root_table(self, grid_index: int, prior_var: float) -> np.ndarray:
+        """``[C, H + 1]`` roots at ``prior_var`` (cached by ``grid_index``); stage ``H`` is 0.
+
+        A completed arm has root 0, so its index is its full-row mean.
+        """
+        if grid_index not in self._tables:
+            roots = root_schedule(
+                self.problem.n_examples,
+                self.resolved_batch_size,
+                prior_var,
+                self.lam * self.distinct_costs,
+                cell_var=self.cell_var,
+                grid_points=self.grid_points,
+                refine=self.refine_roots,
+            )
+            self._tables[grid_index] = np.concatenate([roots, np.zeros((len(self.distinct_costs), 1))], axis=1)
+        return self._tables[grid_index]
+
+    def _refresh_all_arms(self) -> None:
+        """Every arm's index and recommendation score from the current posterior."""
+        post = self.posterior
+        self.index = post.mean - self.roots[self.arm_table, post.n_batches]
+        self.recommend_score = post.mean - self.kappa * np.sqrt(post.variance)
         # Selection sees only unfinished arms; the stopping rule compares them with
         # the completed ones.
-        self.open_index = self.index.copy()
-        self.completed_index = np.full(n_arms, -np.inf)
-        self._stopped = False
+        self.open_index = np.where(post.completed, -np.inf, self.index)
+        self.completed_index = np.where(post.completed, self.index, -np.inf)
+
+    def _fit_prior(self) -> None:
+        """Refit ``N(mu_0, v_0)``, switch root tables if ``v_0`` moved beyond the tolerance, refresh all arms."""
+        estimator, post = self.prior_estimator, self.posterior
+        start_var = self.problem.prior_var
+        self.prior_mean, self.prior_var_estimate = estimator.estimate(
+            post.score_sum, post.n_seen, self.problem.prior_mean, start_var, self.cell_var
+        )
+        self.n_prior_fits += 1
+        self.next_fit = max(self.n_observed + 1, math.ceil(self.n_observed * (1.0 + estimator.refit_growth)))
+        if abs(math.log(self.prior_var_estimate / self.prior_var)) > estimator.tolerance:
+            self.table_index = estimator.grid_index(self.prior_var_estimate, start_var)
+            self.prior_var = estimator.grid_var(self.table_index, start_var)
+            self.roots = self._root_table(self.table_index, self.prior_var)
+            self.n_table_refreshes += 1
+        post.set_prior(self.prior_mean, self.prior_var)
+        self._refresh_all_arms()
 
     def select(self) -> Request | None:
         arm = argmax_by_priority(self.open_index, self.priority)
@@ -144,13 +205,17 @@ class GittinsPolicy(Policy):
         arm = request.arm
         post = self.posterior
         post.update(arm, scores)
-        self.index[arm] = post.mean[arm] - self.roots[self.arm_table[arm], post.n_batches[arm]]
-        self.recommend_score[arm] = post.mean[arm] - self.kappa * math.sqrt(post.variance[arm])
-        if post.completed[arm]:
-            self.open_index[arm] = -np.inf
-            self.completed_index[arm] = self.index[arm]
+        self.n_observed += len(scores)
+        if self.prior_estimator is not None and self.n_observed >= self.next_fit:
+            self._fit_prior()
         else:
-            self.open_index[arm] = self.index[arm]
+            self.index[arm] = post.mean[arm] - self.roots[self.arm_table[arm], post.n_batches[arm]]
+            self.recommend_score[arm] = post.mean[arm] - self.kappa * math.sqrt(post.variance[arm])
+            if post.completed[arm]:
+                self.open_index[arm] = -np.inf
+                self.completed_index[arm] = self.index[arm]
+            else:
+                self.open_index[arm] = self.index[arm]
         if not self._stopped:
             self._stopped = bool(self.completed_index.max() >= self.open_index.max())
 
@@ -160,3 +225,16 @@ class GittinsPolicy(Policy):
     @property
     def stop_signal(self) -> bool:
         return self._stopped
+
+    def diagnostics(self) -> dict[str, Any]:
+        """GittinsEval-EB: the final prior, its unsnapped ``v_0`` estimate, fits and table counts."""
+        if self.prior_estimator is None:
+            return {}
+        return {
+            "final_prior_mean": float(self.prior_mean),
+            "final_prior_var": float(self.prior_var),
+            "final_prior_var_estimate": float(self.prior_var_estimate),
+            "prior_fits": self.n_prior_fits,
+            "table_refreshes": self.n_table_refreshes,
+            "tables_computed": len(self._tables),
+        }

@@ -34,24 +34,34 @@ class FiniteBenchmarkPosterior:
         prior_var: float,
         cell_var: float = 0.25,
     ) -> None:
-        if prior_var <= 0 or not np.isfinite(prior_var):
-            raise ValueError(f"prior_var must be positive and finite, got {prior_var!r}")
         if cell_var <= 0 or not np.isfinite(cell_var):
             raise ValueError(f"cell_var must be positive and finite, got {cell_var!r}")
         self.n_examples = int(n_examples)
         self.cell_var = float(cell_var)
-        self.latent_mean = np.full(n_arms, float(prior_mean))
-        self.latent_var = np.full(n_arms, float(prior_var))
         self.score_sum = np.zeros(n_arms)
         self.n_seen = np.zeros(n_arms, dtype=np.int64)
         self.n_batches = np.zeros(n_arms, dtype=np.int64)
         self.mean = np.empty(n_arms)
         self.variance = np.empty(n_arms)
-        self._refresh(slice(None))
+        self.set_prior(prior_mean, prior_var)
 
     @property
     def completed(self) -> np.ndarray:
         return self.n_seen == self.n_examples
+
+    def set_prior(self, prior_mean: float, prior_var: float) -> None:
+        """Recompute every arm's posterior under the prior ``N(prior_mean, prior_var)``.
+
+        From the sufficient statistics ``(R_k, n_k)``:
+        ``v_k = (1 / v_0 + n_k / tau_cell^2)^{-1}``,
+        ``mu_k = v_k (mu_0 / v_0 + R_k / tau_cell^2)``; nothing is replayed.
+        """
+        if prior_var <= 0 or not np.isfinite(prior_var):
+            raise ValueError(f"prior_var must be positive and finite, got {prior_var!r}")
+        precision = 1.0 / prior_var + self.n_seen / self.cell_var
+        self.latent_var = 1.0 / precision
+        self.latent_mean = (prior_mean / prior_var + self.score_sum / self.cell_var) / precision
+        self._refresh(slice(None))
 
     def update(self, arm: int, scores: np.ndarray) -> None:
         """Condition arm ``arm`` on one batch of ``[b]`` scores."""

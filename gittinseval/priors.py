@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gittinseval.data import Benchmark
+from gittinseval.empirical_prior import EmpiricalPriorEstimator
 
-__all__ = ["BenchmarkPrior", "GaussianPrior"]
+__all__ = ["BenchmarkPrior", "EmpiricalPrior", "GaussianPrior"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,24 @@ class BenchmarkPrior:
             var=default_var if self.var is None else self.var,
             name=self.name,
         )
+
+
+@dataclass(frozen=True)
+class EmpiricalPrior:
+    """A shared prior learned from the evaluation itself (GittinsEval-EB).
+
+    The problem's prior is the starting prior ``N(mean, var)`` (default: the general
+    prior), which is also the target of the estimator's shrinkage.  The policy
+    learns from there with ``estimator``: in the ``gittinseval`` config,
+    ``conf/policy/gittins.yaml`` takes ``prior.estimator`` when this prior is
+    chosen; in Python pass ``GittinsPolicy(prior_estimator=prior.estimator)``.
+    Policies that use no prior ignore it.
+    """
+
+    mean: float = 0.5
+    var: float = 0.04
+    estimator: EmpiricalPriorEstimator = field(default_factory=EmpiricalPriorEstimator)
+    name: str = "empirical"
+
+    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
+        return GaussianPrior(mean=self.mean, var=self.var, name=self.name)

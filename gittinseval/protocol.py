@@ -193,6 +193,10 @@ class Policy(ABC):
         """Name of this configured policy in figures and summaries."""
         return self.label
 
+    def diagnostics(self) -> dict[str, Any]:
+        """Facts about the finished run recorded in its summary (JSON values)."""
+        return {}
+
 
 class RandomExampleOrder:
     """Independent uniformly random order of the ``N`` examples for each arm.

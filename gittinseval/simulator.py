@@ -182,6 +182,7 @@ def simulate(
         "final_regret": float(regret[-1]) if rows else None,
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
+        "diagnostics": policy.diagnostics(),
     }
     return RunResult(trace=trace, summary=summary)
 

@@ -13,7 +13,15 @@ from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from gittinseval import BenchmarkPrior, GaussianPrior, GittinsPolicy, PriceCost, UnitCost
+from gittinseval import (
+    BenchmarkPrior,
+    EmpiricalPrior,
+    EmpiricalPriorEstimator,
+    GaussianPrior,
+    GittinsPolicy,
+    PriceCost,
+    UnitCost,
+)
 from gittinseval.cli import CONFIG_DIR, expand_subject_sweep
 from gittinseval.data import Benchmark, mmlu_subjects
 from gittinseval.experiment import run_experiment
@@ -42,7 +50,7 @@ def matrix_path(tmp_path):
 def test_expected_options_exist():
     assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"} <= set(GROUPS["benchmark"])
     assert "gittins" in GROUPS["policy"]
-    assert GROUPS["prior"] == ["general", "specific"]
+    assert GROUPS["prior"] == ["empirical", "general", "specific"]
     assert GROUPS["cost"] == ["aware", "unit"]
     assert GROUPS["logger"] == ["none", "wandb"]
     assert "main" in GROUPS["experiment"]
@@ -266,3 +274,50 @@ def test_every_multirun_ends_with_the_sweep_summary():
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", return_hydra_config=True)
     assert cfg.hydra.callbacks.plot_sweep._target_ == "gittinseval.callbacks.PlotSweep"
+
+
+def test_empirical_prior_hands_its_estimator_to_gittins_only():
+    cfg = compose_config("prior=empirical", "prior.estimator.tolerance=0.3")
+    prior = instantiate(cfg.prior)
+    assert isinstance(prior, EmpiricalPrior) and prior.estimator == EmpiricalPriorEstimator(tolerance=0.3)
+    assert prior.resolve(None) == GaussianPrior(0.5, 0.04, "empirical")
+    assert instantiate(cfg.policy).prior_estimator == prior.estimator
+    for other in ("general", "specific"):
+        assert instantiate(compose_config(f"prior={other}").policy).prior_estimator is None
+
+
+@pytest.mark.parametrize("override", ["prior.estimator.var_floor=0", "prior.estimator.tolerance=-1"])
+def test_empirical_prior_bad_setting_names_the_key(override):
+    key = override.split(".")[-1].split("=")[0]
+    with pytest.raises(InstantiationException, match=f"{key} must be positive and finite"):
+        instantiate(compose_config("prior=empirical", override).prior)
+
+
+@pytest.mark.parametrize("policy, label", [("gittins", "GittinsEval-EB"), ("ucbe", "UCB-E")])
+def test_run_with_empirical_prior_records_its_diagnostics(matrix_path, tmp_path, policy, label):
+    cfg = compose_config(
+        "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", "prior=empirical",
+        f"policy={policy}", "cost=unit", "logger=none", "policy.batch_size=4",
+    )
+    summary = json.loads(json.dumps(run_experiment(cfg, tmp_path / "run").summary))
+    # A policy that ignores the prior records none.
+    assert summary["label"] == label and summary["prior"] == ("empirical" if policy == "gittins" else "unused")
+    assert (summary["prior_mean"], summary["prior_var"]) == (0.5, 0.04)
+    if policy == "gittins":
+        diagnostics = summary["diagnostics"]
+        assert diagnostics["prior_fits"] >= 1 and diagnostics["tables_computed"] >= 1
+        assert 0 < diagnostics["final_prior_mean"] < 1 and diagnostics["final_prior_var"] >= 1e-4
+    else:
+        assert summary["diagnostics"] == {}
+
+
+def test_cli_multirun_over_the_three_priors(tmp_path):
+    sweep = tmp_path / "sweep"
+    command = [
+        sys.executable, "-m", "gittinseval", "-m", "benchmark.subject=abstract_algebra", "budget=0.01",
+        "prior=general,specific,empirical", "cost=unit", "logger=none", f"hydra.sweep.dir={sweep}",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    summaries = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/summary.json"))]
+    assert sorted(s["label"] for s in summaries) == ["GittinsEval-EB", "GittinsEval-G", "GittinsEval-S"]

@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from gittinseval import EvaluationProblem, GittinsPolicy, Request, root_schedule
+from gittinseval import (
+    EmpiricalPriorEstimator,
+    EvaluationProblem,
+    FiniteBenchmarkPosterior,
+    GittinsPolicy,
+    Request,
+    root_schedule,
+)
 from gittinseval.gittins import argmax_by_priority
 
 
@@ -202,18 +209,122 @@ def test_kappa_flips_the_recommendation_on_a_built_case():
 
 @pytest.mark.parametrize("completed_below", [False, True])
 def test_stopping_signal_fires_on_an_exact_tie_with_the_best_open_arm(completed_below):
-    # N = B = 2: one batch completes an arm.  The open arm's index is mu0 - r_0; the
-    # prior mean is chosen so that this equals 0.5 exactly, the completed arm's mean.
-    root = root_schedule(2, 2, 0.04, 1e-4)[0]
-    prior_mean = 0.5 + root
-    while prior_mean - root > 0.5:
-        prior_mean = np.nextafter(prior_mean, -np.inf)
-    while prior_mean - root < 0.5:
-        prior_mean = np.nextafter(prior_mean, np.inf)
-    assert prior_mean - root == 0.5
-    if completed_below:  # the smallest step above the tie: the open arm leads
-        prior_mean = np.nextafter(prior_mean, np.inf)
-    policy = GittinsPolicy(batch_size=2)
-    policy.reset(make_problem([1.0, 1.0], 2, prior_mean=prior_mean), np.random.default_rng(0))
-    policy.observe(Request(0, np.array([0, 1])), np.array([1.0, 0.0]))
+    # N = B = 2: one batch completes an arm, whose index is then its row mean.  The
+    # open arm's index is M_0 - r_0 (M_0 its posterior mean before any score); the
+    # completed arm is given exactly that mean, or the next float below it.
+    lam = 0.1
+    root = root_schedule(2, 2, 0.04, lam)[0]
+    tie = FiniteBenchmarkPosterior(1, 2, 0.5, 0.04).mean[0] - root
+    assert 0 < tie < 1
+    mean = np.nextafter(tie, -np.inf) if completed_below else tie
+    policy = GittinsPolicy(batch_size=2, lam=lam)
+    policy.reset(make_problem([1.0, 1.0], 2), np.random.default_rng(0))
+    policy.observe(Request(0, np.array([0, 1])), np.array([mean, mean]))
     assert policy.stop_signal is (not completed_below)
+
+
+def run_eb_checking_each_refit(policy, scores, problem, seed):
+    """Run GittinsEval-EB; after every batch recompute its prior, posterior, roots and indices from scratch."""
+    n_arms, n_examples = scores.shape
+    estimator = policy.prior_estimator
+    policy.reset(problem, np.random.default_rng(seed))
+    fits = 0
+    while (request := policy.select()) is not None:
+        policy.observe(request, scores[request.arm, request.examples])
+        seen = policy.posterior.n_seen
+        sums = np.array([scores[k, policy.order.order[k, : seen[k]]].sum() for k in range(n_arms)])
+        if policy.n_prior_fits > fits:
+            fits = policy.n_prior_fits
+            mean, var = estimator.estimate(sums, seen, problem.prior_mean, problem.prior_var)
+            assert (policy.prior_mean, policy.prior_var_estimate) == (mean, var)
+            assert abs(np.log(policy.prior_var / var)) <= estimator.tolerance
+        # The tables in use are root_schedule's at the v0 in use.
+        batch, costs = policy.resolved_batch_size, policy.lam * np.unique(problem.costs)
+        expected_roots = root_schedule(n_examples, batch, policy.prior_var, costs)
+        np.testing.assert_array_equal(policy.roots[:, :-1], expected_roots)
+        expected_roots = np.pad(expected_roots, ((0, 0), (0, 1)))  # a completed arm's root is 0
+        # Posterior from the sufficient statistics under N(mu0, v0), as in reference_replay.
+        latent_var = 1 / (1 / policy.prior_var + seen / 0.25)
+        latent_mean = latent_var * (policy.prior_mean / policy.prior_var + sums / 0.25)
+        unseen = n_examples - seen
+        means = (sums + unseen * latent_mean) / n_examples
+        variances = (unseen**2 * latent_var + unseen * 0.25) / n_examples**2
+        index = means - expected_roots[policy.arm_table, -(-seen // batch)]
+        recommend_score = means - policy.kappa * np.sqrt(variances)
+        np.testing.assert_allclose(policy.index, index, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(policy.recommend_score, recommend_score, rtol=0, atol=1e-12)
+        done = seen == n_examples
+        open_best, done_best = index[~done].max(initial=-np.inf), index[done].max(initial=-np.inf)
+        if done_best >= open_best + 1e-12:
+            assert policy.stop_signal
+    return policy
+
+
+def test_empirical_prior_refits_use_root_schedule_at_the_new_variance():
+    """Arms near 0.3 with sd 0.05: v0 falls from 0.04, so the tables are refreshed several times."""
+    rng = np.random.default_rng(11)
+    n_arms, n_examples = 40, 30
+    quality = rng.normal(0.3, 0.05, n_arms)
+    scores = (rng.uniform(size=(n_arms, n_examples)) < quality[:, None]).astype(float)
+    costs = np.where(np.arange(n_arms) % 2, 1.0, 3.0)
+    estimator = EmpiricalPriorEstimator(tolerance=0.2, refit_growth=0.1)
+    policy = GittinsPolicy(batch_size=4, lam=1e-3, prior_estimator=estimator)
+    problem = make_problem(costs, n_examples, budget=0.3 * n_examples * costs.sum())
+    run_eb_checking_each_refit(policy, scores, problem, seed=0)
+    diagnostics = policy.diagnostics()
+    assert diagnostics["table_refreshes"] >= 3
+    assert diagnostics["tables_computed"] <= diagnostics["table_refreshes"] + 1
+    assert diagnostics["final_prior_var"] < 0.02
+    assert 0.2 < diagnostics["final_prior_mean"] < 0.4
+
+
+def test_empirical_prior_same_seed_same_trace():
+    rng = np.random.default_rng(4)
+    scores = (rng.uniform(size=(30, 24)) < rng.uniform(0.2, 0.5, (30, 1))).astype(float)
+    problem = make_problem(np.ones(30), 24, budget=300)
+
+    def trace(seed):
+        policy = GittinsPolicy(batch_size=4, prior_estimator=EmpiricalPriorEstimator())
+        return run_policy(policy, scores, problem, seed), policy.diagnostics()
+
+    assert trace(3) == trace(3)
+    assert trace(3)[0] != trace(4)[0]
+
+
+@pytest.mark.parametrize("value", [1.0, 0.0, 0.5])
+@pytest.mark.parametrize("prior_arms", [0.0, 5.0])
+def test_empirical_prior_on_arms_that_all_score_the_same(value, prior_arms):
+    """Zero between-arm variance: no NaN; without shrinkage v0 goes to the floor's grid point.
+
+    The target is the empirical mean, whose unseen cells keep their working
+    variance 1/4 however small v0 is, so the signal need not fire before the end.
+    """
+    n_arms, n_examples = 12, 16
+    scores = np.full((n_arms, n_examples), value)
+    estimator = EmpiricalPriorEstimator(var_floor=1e-4, prior_arms=prior_arms, refit_growth=0.0)
+    policy = GittinsPolicy(batch_size=4, lam=1e-3, prior_estimator=estimator)
+    problem = make_problem(np.ones(n_arms), n_examples)
+    arms, recommendations, stop = run_policy(policy, scores, problem, seed=0)
+    assert all(np.isfinite(a).all() for a in (policy.index, policy.recommend_score, policy.posterior.mean))
+    diagnostics = policy.diagnostics()
+    if prior_arms == 0:
+        assert diagnostics["final_prior_var"] == estimator.grid_var(estimator.grid_index(1e-4, 0.04), 0.04)
+        assert diagnostics["final_prior_mean"] == pytest.approx(value, abs=1e-9)
+    else:  # the starting prior N(0.5, 0.04) still counts as 5 arms against 12
+        assert min(value, 0.5) <= diagnostics["final_prior_mean"] <= max(value, 0.5)
+    # Same stopping rule: it fires no later than with the fixed general prior.
+    fixed_stop = run_policy(GittinsPolicy(batch_size=4, lam=1e-3), scores, problem, seed=0)[2]
+    assert stop is not None and stop <= fixed_stop
+    assert len(arms) == n_arms * 4 and len(recommendations) == len(arms)
+
+
+def test_empirical_prior_label_hyperparameters_and_diagnostics():
+    policy = GittinsPolicy(prior_estimator=EmpiricalPriorEstimator(tolerance=0.3))
+    assert policy.display_label("empirical") == policy.display_label() == "GittinsEval-EB"
+    assert GittinsPolicy().display_label("general") == "GittinsEval-G"
+    assert policy.hyperparameters()["prior_estimator"] == {
+        "var_floor": 1e-4, "tolerance": 0.3, "prior_arms": 5.0, "refit_growth": 0.05
+    }
+    fixed = GittinsPolicy(batch_size=2)
+    fixed.reset(make_problem([1.0, 1.0], 4), np.random.default_rng(0))
+    assert fixed.diagnostics() == {} and fixed.hyperparameters()["prior_estimator"] is None

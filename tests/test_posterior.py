@@ -83,3 +83,19 @@ def test_rejects_bad_variances_and_overflow():
     post = FiniteBenchmarkPosterior(1, 3, 0.5, 0.04)
     with pytest.raises(ValueError, match="exceed its 3 examples"):
         post.update(0, np.ones(4))
+
+
+def test_set_prior_equals_conditioning_from_scratch_under_the_new_prior():
+    rng = np.random.default_rng(2)
+    batches = [(k % 4, rng.uniform(size=rng.integers(1, 4))) for k in range(11)]
+    post = FiniteBenchmarkPosterior(5, 12, 0.5, 0.04)
+    fresh = FiniteBenchmarkPosterior(5, 12, 0.31, 0.007)
+    for arm, scores in batches:
+        post.update(arm, scores)
+        fresh.update(arm, scores)
+    post.set_prior(0.31, 0.007)
+    for name in ("latent_mean", "latent_var", "mean", "variance"):
+        np.testing.assert_allclose(getattr(post, name), getattr(fresh, name), rtol=1e-13, atol=1e-15)
+    assert post.mean[4] == 0.31  # an arm never observed keeps the prior mean
+    with pytest.raises(ValueError, match="prior_var must be positive"):
+        post.set_prior(0.3, float("nan"))
