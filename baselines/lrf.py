@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,23 +22,24 @@ PAIRINGS = ("reference", "independent")
 class ObservedMatrix:
     """The observed cells of a ``[K, N]`` score matrix, in the forms the ALS reads.
 
-    Kept up to date one request at a time (only the new cells are written):
+    Kept up to date one request at a time (only the new cells are written or
+    merged in, never the whole matrix rebuilt):
 
-    * ``mask`` ``O [K, N]`` float32, 1 at observed cells;
-    * ``masked_scores`` ``O * X [K, N]`` float32;
-    * ``cells`` ``[M]`` flat indices ``k N + n`` of the observed cells, in the
-      order they were observed (so a fit can tell which cells are new);
+    * ``cells`` ``[M]`` flat indices ``k N + n`` in the order they were observed
+      (so a warm-started fit can tell which cells are new);
+    * the cells sorted row-major and column-major with their scores, from which
+      :meth:`csr` builds the sparse ``O``, ``O * X`` and their transposes;
     * ``values`` ``[K, N]`` float64 and ``observed`` ``[K, N]`` bool (numpy), for
       the policy's cell scores.
     """
 
     def __init__(self, n_arms: int, n_examples: int) -> None:
         self.shape = (n_arms, n_examples)
-        self.mask = torch.zeros(n_arms, n_examples)
-        self.masked_scores = torch.zeros(n_arms, n_examples)
         self.values = np.zeros((n_arms, n_examples))
         self.observed = np.zeros((n_arms, n_examples), dtype=bool)
         self._cells: list[torch.Tensor] = []
+        self._row_major = _SortedCells(n_arms, n_examples)
+        self._column_major = _SortedCells(n_examples, n_arms)
 
     @classmethod
     def from_arrays(cls, values: np.ndarray, observed: np.ndarray) -> ObservedMatrix:
@@ -54,9 +56,11 @@ class ObservedMatrix:
         self.values[arm, examples] = scores
         self.observed[arm, examples] = True
         columns = torch.as_tensor(examples, dtype=torch.long)
-        self.mask[arm, columns] = 1.0
-        self.masked_scores[arm, columns] = torch.as_tensor(scores, dtype=torch.float32)
+        rows = torch.full_like(columns, arm)
+        scores32 = torch.as_tensor(scores, dtype=torch.float32)
         self._cells.append(arm * self.shape[1] + columns)
+        self._row_major.add(rows, columns, scores32)
+        self._column_major.add(columns, rows, scores32)
 
     @property
     def cells(self) -> torch.Tensor:
@@ -64,6 +68,44 @@ class ObservedMatrix:
         if len(self._cells) > 1:
             self._cells = [torch.cat(self._cells)]
         return self._cells[0] if self._cells else torch.zeros(0, dtype=torch.long)
+
+    def csr(self, transposed: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sparse CSR ``O`` and ``O * X`` (``[K, N]``; ``[N, K]`` if ``transposed``)."""
+        return (self._column_major if transposed else self._row_major).csr()
+
+
+class _SortedCells:
+    """Cells of an ``[R, C]`` matrix sorted by ``r C + c``, with their scores, merged in batch by batch."""
+
+    def __init__(self, n_rows: int, n_columns: int) -> None:
+        self.shape = (n_rows, n_columns)
+        self.keys = torch.zeros(0, dtype=torch.long)
+        self.scores = torch.zeros(0)
+        self.row_counts = torch.zeros(n_rows, dtype=torch.long)
+
+    def add(self, rows: torch.Tensor, columns: torch.Tensor, scores: torch.Tensor) -> None:
+        keys, order = (rows * self.shape[1] + columns).sort()
+        # Position of each new key in the merged order: its rank among the old keys plus among the new.
+        at = torch.searchsorted(self.keys, keys) + torch.arange(keys.numel())
+        old = torch.ones(self.keys.numel() + keys.numel(), dtype=torch.bool)
+        old[at] = False
+        merged_keys, merged_scores = torch.empty(old.numel(), dtype=torch.long), torch.empty(old.numel())
+        merged_keys[old], merged_keys[at] = self.keys, keys
+        merged_scores[old], merged_scores[at] = self.scores, scores[order]
+        self.keys, self.scores = merged_keys, merged_scores
+        self.row_counts.index_add_(0, rows, torch.ones_like(rows))
+
+    def csr(self) -> tuple[torch.Tensor, torch.Tensor]:
+        row_starts = torch.zeros(self.shape[0] + 1, dtype=torch.long)
+        torch.cumsum(self.row_counts, 0, out=row_starts[1:])
+        columns = self.keys % self.shape[1]
+        ones = torch.ones(self.keys.numel())
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            return tuple(
+                torch.sparse_csr_tensor(row_starts, columns, data, self.shape, check_invariants=False)
+                for data in (ones, self.scores)
+            )
 
 
 @dataclass
@@ -177,13 +219,13 @@ class LowRankEnsemble:
         observed since get a fresh dropout, ``E x (new cells)`` uniforms.
         """
         new_cells = matrix.cells[previous.n_cells :]
-        dropped = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator) < self.drop_probability
-        members, positions = dropped.nonzero(as_tuple=True)
+        uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
+        members, cells = self._dropped(uniforms, new_cells)
         fit = EnsembleFit(
             previous.u,
             previous.v,
             torch.cat([previous.dropped_members, members]),
-            torch.cat([previous.dropped_cells, new_cells[positions]]),
+            torch.cat([previous.dropped_cells, cells]),
             previous.n_cells + new_cells.numel(),
         )
         return self._alternate(fit, matrix, iterations)
@@ -198,21 +240,25 @@ class LowRankEnsemble:
         buffer that stays in cache instead of a ``4 E K N``-byte tensor.
         """
         buffer = torch.empty(n_cells)
-        members, dropped = [], []
+        at_cells = torch.empty(self.ensemble_size, cells.numel())
         for member in range(self.ensemble_size):
             buffer.uniform_(generator=generator)
-            at_cells = cells[buffer[cells] < self.drop_probability]
-            dropped.append(at_cells)
-            members.append(torch.full_like(at_cells, member))
-        return torch.cat(members), torch.cat(dropped)
+            torch.index_select(buffer, 0, cells, out=at_cells[member])
+        return self._dropped(at_cells, cells)
+
+    def _dropped(self, uniforms: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` where the ``[E, M]`` uniforms at ``cells [M]`` fall below ``p``."""
+        members, positions = (uniforms < self.drop_probability).nonzero(as_tuple=True)
+        return members, cells[positions]
 
     def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
         """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout."""
-        n_arms, n_examples = matrix.shape
+        n_examples = matrix.shape[1]
         rows, columns = fit.dropped_cells // n_examples, fit.dropped_cells % n_examples
-        scores = matrix.masked_scores.view(-1)[fit.dropped_cells]
-        v_side = _SideSolver(self, matrix.mask, matrix.masked_scores, fit.dropped_members, rows, columns, scores)
-        u_side = _SideSolver(self, matrix.mask.T, matrix.masked_scores.T, fit.dropped_members, columns, rows, scores)
+        scores = torch.from_numpy(matrix.values.reshape(-1))[fit.dropped_cells].float()
+        members = fit.dropped_members
+        v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
+        u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
         u, v = fit.u, fit.v
         for _ in range(iterations):
             v = v_side.solve(u)
@@ -229,34 +275,40 @@ class _SideSolver:
         gram[e, l]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[p(e, l), j],
         target[e, l] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
 
-    and the U side is the same with ``O^T``.  The dense sums are BLAS products of
-    ``[E r^2, J] x [J, L]``; the dropped terms are gathered and index-added.
-    Everything that does not change across the ALS rounds (the partner and
-    scatter indices) is computed once here.
+    and the U side is the same with ``O^T``.  The full sums, for every member at
+    once, are sparse-dense products ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
+    multiply-adds); the dropped terms are gathered and index-added.  What does
+    not change across the ALS rounds (the partner and scatter indices) is
+    computed once here.
+
+    Args:
+        sparse: CSR ``O^T`` and ``(O X)^T``, ``[L, J]``.
+        dropped_members, fixed_index, solved_index, dropped_scores: ``[D]`` member,
+            fixed-side index ``j``, solved-side index ``l`` and score of each
+            dropped (member, cell).
     """
 
     def __init__(
         self,
         ensemble: LowRankEnsemble,
-        mask: torch.Tensor,
-        masked_scores: torch.Tensor,
+        sparse: tuple[torch.Tensor, torch.Tensor],
         dropped_members: torch.Tensor,
         fixed_index: torch.Tensor,
         solved_index: torch.Tensor,
         dropped_scores: torch.Tensor,
     ) -> None:
         members, rank = ensemble.ensemble_size, ensemble.rank
-        fixed_length, solved_length = mask.shape
+        self.mask, self.masked_scores = sparse
+        solved_length, fixed_length = self.mask.shape
         self.members, self.rank, self.solved_length = members, rank, solved_length
-        self.mask, self.masked_scores = mask, masked_scores
         self.eye = ensemble.ridge * torch.eye(rank)
         member_index = torch.arange(members)[:, None]
         if ensemble.pairing == "independent":
             partner = member_index.expand(-1, solved_length)
         else:
             partner = (member_index * solved_length + torch.arange(solved_length)) % members
-        # Row of the [E L] flattened dense products that member e's line l reads.
-        self.partner_rows = (partner * solved_length + torch.arange(solved_length)).reshape(-1)
+        # Row of the [L E, c] sparse-dense product that member e's line l reads.
+        self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
         dropped_partner = partner[dropped_members, solved_index]
         self.dropped_fixed = dropped_partner * fixed_length + fixed_index
         self.dropped_solved = dropped_members * solved_length + solved_index
@@ -276,11 +328,11 @@ class _SideSolver:
         gram = gram.view(-1, rank, rank) + self.eye
         return torch.linalg.solve(gram, target[..., None])[..., 0].view(members, length, rank)
 
-    def _at_partners(self, factor: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """``[E L, c]``: row ``e L + l`` is ``sum_j weights[j, l] factor[p(e, l), j]``, ``factor [E, J, c]``."""
+    def _at_partners(self, factor: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+        """``[E L, c]``: row ``e L + l`` is ``sum_j sparse[l, j] factor[p(e, l), j]``, ``factor [E, J, c]``."""
         width = factor.shape[-1]
-        dense = factor.permute(0, 2, 1).reshape(-1, factor.shape[1]) @ weights  # [E c, L]
-        return dense.view(self.members, width, -1).permute(0, 2, 1).reshape(-1, width)[self.partner_rows]
+        product = sparse @ factor.transpose(0, 1).reshape(factor.shape[1], -1)  # [L, E c]
+        return product.view(-1, width)[self.partner_rows]
 
 
 def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
