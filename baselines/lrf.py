@@ -220,7 +220,7 @@ class LowRankEnsemble:
         """
         new_cells = matrix.cells[previous.n_cells :]
         uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
-        members, cells = self._dropped(uniforms, new_cells)
+        members, cells = self._dropped(uniforms < self.drop_probability, new_cells)
         fit = EnsembleFit(
             previous.u,
             previous.v,
@@ -237,18 +237,24 @@ class LowRankEnsemble:
 
         The uniforms of every cell are drawn (the reference's random stream) but
         only the observed ones are kept; one member at a time, into a reused
-        buffer that stays in cache instead of a ``4 E K N``-byte tensor.
+        buffer that stays in cache instead of a ``4 E K N``-byte tensor.  A float32
+        uniform is ``(w mod 2^24) 2^-24`` for the generator's next 32-bit word
+        ``w``, and an int32 ``random_()`` is ``w mod 2^31`` from the same single
+        word, which torch draws faster; so ``u < p`` is read as
+        ``(w mod 2^24) < ceil(p_32 2^24)``, exactly (``p_32``: ``p`` in float32,
+        as the reference compares).
         """
-        buffer = torch.empty(n_cells)
-        at_cells = torch.empty(self.ensemble_size, cells.numel())
+        threshold = math.ceil(float(np.float32(self.drop_probability)) * 2**24)
+        words = torch.empty(n_cells, dtype=torch.int32)
+        at_cells = torch.empty(self.ensemble_size, cells.numel(), dtype=torch.int32)
         for member in range(self.ensemble_size):
-            buffer.uniform_(generator=generator)
-            torch.index_select(buffer, 0, cells, out=at_cells[member])
-        return self._dropped(at_cells, cells)
+            words.random_(generator=generator)
+            torch.index_select(words, 0, cells, out=at_cells[member])
+        return self._dropped(at_cells.bitwise_and_(2**24 - 1) < threshold, cells)
 
-    def _dropped(self, uniforms: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(members, cells)`` where the ``[E, M]`` uniforms at ``cells [M]`` fall below ``p``."""
-        members, positions = (uniforms < self.drop_probability).nonzero(as_tuple=True)
+    def _dropped(self, dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``."""
+        members, positions = dropped.nonzero(as_tuple=True)
         return members, cells[positions]
 
     def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
