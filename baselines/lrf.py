@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,9 +14,118 @@ from baselines._common import RunningMeans
 from gittinseval.gittins import argmax_by_priority
 from gittinseval.protocol import EvaluationProblem, Policy, Request, check_batch_size, validate_scores
 
-__all__ = ["LowRankEnsemble", "LRFPolicy"]
+__all__ = ["EnsembleFit", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 PAIRINGS = ("reference", "independent")
+
+
+class ObservedMatrix:
+    """The observed cells of a ``[K, N]`` score matrix, in the forms the ALS reads.
+
+    Kept up to date one request at a time (only the new cells are written or
+    merged in, never the whole matrix rebuilt):
+
+    * ``cells`` ``[M]`` flat indices ``k N + n`` in the order they were observed
+      (so a warm-started fit can tell which cells are new);
+    * the cells sorted row-major and column-major with their scores, from which
+      :meth:`csr` builds the sparse ``O``, ``O * X`` and their transposes;
+    * ``values`` ``[K, N]`` float64 and ``observed`` ``[K, N]`` bool (numpy), for
+      the policy's cell scores.
+    """
+
+    def __init__(self, n_arms: int, n_examples: int) -> None:
+        self.shape = (n_arms, n_examples)
+        self.values = np.zeros((n_arms, n_examples))
+        self.observed = np.zeros((n_arms, n_examples), dtype=bool)
+        self._cells: list[torch.Tensor] = []
+        self._row_major = _SortedCells(n_arms, n_examples)
+        self._column_major = _SortedCells(n_examples, n_arms)
+
+    @classmethod
+    def from_arrays(cls, values: np.ndarray, observed: np.ndarray) -> ObservedMatrix:
+        """The matrix whose observed cells are ``observed``, with scores from ``values``."""
+        matrix = cls(*observed.shape)
+        for arm in range(observed.shape[0]):
+            examples = np.flatnonzero(observed[arm])
+            if examples.size:
+                matrix.add(arm, examples, values[arm, examples])
+        return matrix
+
+    def add(self, arm: int, examples: np.ndarray, scores: np.ndarray) -> None:
+        """Record ``scores`` of ``arm`` on the unseen ``examples``."""
+        self.values[arm, examples] = scores
+        self.observed[arm, examples] = True
+        columns = torch.as_tensor(examples, dtype=torch.long)
+        rows = torch.full_like(columns, arm)
+        scores32 = torch.as_tensor(scores, dtype=torch.float32)
+        self._cells.append(arm * self.shape[1] + columns)
+        self._row_major.add(rows, columns, scores32)
+        self._column_major.add(columns, rows, scores32)
+
+    @property
+    def cells(self) -> torch.Tensor:
+        """``[M]`` flat indices of the observed cells, oldest first."""
+        if len(self._cells) > 1:
+            self._cells = [torch.cat(self._cells)]
+        return self._cells[0] if self._cells else torch.zeros(0, dtype=torch.long)
+
+    def csr(self, transposed: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sparse CSR ``O`` and ``O * X`` (``[K, N]``; ``[N, K]`` if ``transposed``)."""
+        return (self._column_major if transposed else self._row_major).csr()
+
+
+class _SortedCells:
+    """Cells of an ``[R, C]`` matrix sorted by ``r C + c``, with their scores, merged in batch by batch."""
+
+    def __init__(self, n_rows: int, n_columns: int) -> None:
+        self.shape = (n_rows, n_columns)
+        self.keys = torch.zeros(0, dtype=torch.long)
+        self.scores = torch.zeros(0)
+        self.row_counts = torch.zeros(n_rows, dtype=torch.long)
+
+    def add(self, rows: torch.Tensor, columns: torch.Tensor, scores: torch.Tensor) -> None:
+        keys, order = (rows * self.shape[1] + columns).sort()
+        # Position of each new key in the merged order: its rank among the old keys plus among the new.
+        at = torch.searchsorted(self.keys, keys) + torch.arange(keys.numel())
+        old = torch.ones(self.keys.numel() + keys.numel(), dtype=torch.bool)
+        old[at] = False
+        merged_keys, merged_scores = torch.empty(old.numel(), dtype=torch.long), torch.empty(old.numel())
+        merged_keys[old], merged_keys[at] = self.keys, keys
+        merged_scores[old], merged_scores[at] = self.scores, scores[order]
+        self.keys, self.scores = merged_keys, merged_scores
+        self.row_counts.index_add_(0, rows, torch.ones_like(rows))
+
+    def csr(self) -> tuple[torch.Tensor, torch.Tensor]:
+        row_starts = torch.zeros(self.shape[0] + 1, dtype=torch.long)
+        torch.cumsum(self.row_counts, 0, out=row_starts[1:])
+        columns = self.keys % self.shape[1]
+        ones = torch.ones(self.keys.numel())
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            return tuple(
+                torch.sparse_csr_tensor(row_starts, columns, data, self.shape, check_invariants=False)
+                for data in (ones, self.scores)
+            )
+
+
+@dataclass
+class EnsembleFit:
+    """A fitted ensemble: factors ``u [E, K, r]``, ``v [E, N, r]`` (float32) and its dropout.
+
+    Member ``e`` left out the observed cells ``dropped_cells[i]`` (flat ``k N + n``)
+    for every ``i`` with ``dropped_members[i] == e``; the dropout covers the first
+    ``n_cells`` cells of the :class:`ObservedMatrix` it was fitted on.
+    """
+
+    u: torch.Tensor
+    v: torch.Tensor
+    dropped_members: torch.Tensor
+    dropped_cells: torch.Tensor
+    n_cells: int
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Ensemble mean and standard deviation ``[K, N]`` of ``U_e V_e^T`` (``E - 1`` denominator)."""
+        return _ensemble_moments(self.u.double(), self.v.double())
 
 
 class LowRankEnsemble:
@@ -34,17 +145,22 @@ class LowRankEnsemble:
     member ``p_U(e, k) = (e K + k) mod E``.  That mixing pulls the members towards
     each other and shrinks the ensemble spread; it is what the paper's LRF ran.
 
-    Only observed cells enter the normal equations, so each update gathers the
-    partner factors at the ``M`` observed cells (``[E, M, r]``) and scatter-adds
-    their terms into the solved rows or columns: ``O(E M r^2)`` work per update,
-    batched over members and cells, with no loop over arms or members.
+    The normal equations of all members come from two dense products per side,
 
-    The factors are float32, as in the reference: scores lie in ``[0, 1]``, the
-    ridge weight keeps every ``r x r`` system well conditioned, and float32 halves
-    the ``[E, K, N]`` dropout draw that dominates memory.  The ensemble moments
-    are accumulated in float64.  Random draws, in the reference's order and
-    dtype: ``U [E, K, r]`` and ``V [E, N, r]`` normal, then the dropout uniforms
-    ``[E, K, N]``, all from the given ``torch.Generator``.
+        G = (u u^T)^T O   [E r^2, N],     T = u^T (O * X)   [E r, N]   (V side;
+        the U side uses O^T and v),
+
+    read at the partner member ``p_V(e, n)``, minus the terms of the dropped
+    cells, which are few (5% of ``E M``) and scatter-subtracted.  The dense
+    products run as BLAS matrix products on torch's threads; nothing loops over
+    members, rows or columns.
+
+    The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
+    ridge weight keeps every ``r x r`` system well conditioned.  Random draws, in
+    the reference's order and dtype: ``U [E, K, r]`` and ``V [E, N, r]`` normal,
+    then the dropout uniforms ``[E, K, N]``, all from the given ``torch.Generator``
+    (:meth:`fit`).  :meth:`refit` instead starts from a previous fit and draws
+    only the dropout of the cells observed since.
     """
 
     def __init__(
@@ -57,8 +173,7 @@ class LowRankEnsemble:
         pairing: str = "reference",
     ) -> None:
         for key, value in (("rank", rank), ("ensemble_size", ensemble_size), ("iterations", iterations)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+            check_positive_integer(key, value)
         if ensemble_size < 2:
             raise ValueError(f"ensemble_size must be at least 2 for an ensemble spread, got {ensemble_size}")
         if not (math.isfinite(ridge) and ridge > 0):
@@ -84,64 +199,146 @@ class LowRankEnsemble:
             "pairing": self.pairing,
         }
 
-    def fit(
-        self, values: np.ndarray, observed: np.ndarray, generator: torch.Generator
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Ensemble mean and standard deviation ``[K, N]`` of ``U_e V_e^T`` over members.
-
-        Args:
-            values: ``[K, N]`` scores; only cells where ``observed`` is true are read.
-            observed: ``[K, N]`` boolean mask of observed cells.
-            generator: source of the initial factors and the dropout masks.
-
-        The standard deviation uses the ``E - 1`` denominator, like ``torch.std``.
-        """
-        n_arms, n_examples = observed.shape
+    def fit(self, matrix: ObservedMatrix, generator: torch.Generator) -> EnsembleFit:
+        """Fit from random factors and a fresh dropout, ``iterations`` ALS rounds."""
+        n_arms, n_examples = matrix.shape
         members, rank = self.ensemble_size, self.rank
         u = torch.randn(members, n_arms, rank, generator=generator)
         v = torch.randn(members, n_examples, rank, generator=generator)
-        uniforms = torch.rand(members, n_arms, n_examples, generator=generator)
-        rows, columns = (torch.from_numpy(i) for i in np.nonzero(observed))
-        kept = (uniforms[:, rows, columns] >= self.drop_probability).to(torch.float32)
-        del uniforms
-        scores = torch.from_numpy(values[observed]).to(torch.float32)
-        weighted = kept * scores
-        # Flat positions, in the [E * length] stacked factors, of each (member, cell)'s partner factor.
-        partner_u = self._partners(columns, n_examples) * n_arms + rows
-        partner_v = self._partners(rows, n_arms) * n_examples + columns
-        for _ in range(self.iterations):
-            v = self._solve(kept, weighted, u.reshape(-1, rank)[partner_u], columns, n_examples)
-            u = self._solve(kept, weighted, v.reshape(-1, rank)[partner_v], rows, n_arms)
-        return _ensemble_moments(u.double(), v.double())
+        cells = matrix.cells
+        dropped_members, dropped_cells = self._draw_full_dropout(cells, n_arms * n_examples, generator)
+        fit = EnsembleFit(u, v, dropped_members, dropped_cells, cells.numel())
+        return self._alternate(fit, matrix, self.iterations)
 
-    def _partners(self, solved_index: torch.Tensor, length: int) -> torch.Tensor:
-        """``[E, M]`` member whose fixed factor member ``e`` uses at each observed cell.
+    def refit(
+        self, previous: EnsembleFit, matrix: ObservedMatrix, generator: torch.Generator, iterations: int
+    ) -> EnsembleFit:
+        """Warm start: ``iterations`` ALS rounds from ``previous``'s factors.
 
-        ``solved_index [M]`` is each cell's row or column on the side being solved,
-        which has ``length`` rows or columns.
+        Each member keeps its dropout of the cells ``previous`` saw; the cells
+        observed since get a fresh dropout, ``E x (new cells)`` uniforms.
         """
-        members = torch.arange(self.ensemble_size)[:, None]
-        if self.pairing == "independent":
-            return members.expand(-1, solved_index.numel())
-        return (members * length + solved_index[None, :]) % self.ensemble_size
+        new_cells = matrix.cells[previous.n_cells :]
+        uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
+        members, cells = self._dropped(uniforms < self.drop_probability, new_cells)
+        fit = EnsembleFit(
+            previous.u,
+            previous.v,
+            torch.cat([previous.dropped_members, members]),
+            torch.cat([previous.dropped_cells, cells]),
+            previous.n_cells + new_cells.numel(),
+        )
+        return self._alternate(fit, matrix, iterations)
 
-    def _solve(
-        self, kept: torch.Tensor, weighted: torch.Tensor, fixed: torch.Tensor, index: torch.Tensor, length: int
-    ) -> torch.Tensor:
-        """Ridge solutions ``[E, length, r]`` given each cell's partner factor ``fixed [E, M, r]``.
+    def _draw_full_dropout(
+        self, cells: torch.Tensor, n_cells: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Members and flat cells where the reference's ``[E, K N]`` uniforms fall below ``p``.
 
-        ``kept [E, M]`` is 1 where a member keeps an observed cell, ``weighted [E, M]``
-        that times the cell's score.  The normal equations are accumulated by
-        scatter-adding the cells' terms into their row or column ``index [M]``.
+        The uniforms of every cell are drawn (the reference's random stream) but
+        only the observed ones are kept; one member at a time, into a reused
+        buffer that stays in cache instead of a ``4 E K N``-byte tensor.  A float32
+        uniform is ``(w mod 2^24) 2^-24`` for the generator's next 32-bit word
+        ``w``, and an int32 ``random_()`` is ``w mod 2^31`` from the same single
+        word, which torch draws faster; so ``u < p`` is read as
+        ``(w mod 2^24) < ceil(p_32 2^24)``, exactly (``p_32``: ``p`` in float32,
+        as the reference compares).
         """
-        members, rank = self.ensemble_size, self.rank
-        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)
-        gram = torch.zeros(members, length, rank * rank).index_add_(1, index, kept[..., None] * outer)
-        target = torch.zeros(members, length, rank).index_add_(1, index, weighted[..., None] * fixed)
+        threshold = math.ceil(float(np.float32(self.drop_probability)) * 2**24)
+        words = torch.empty(n_cells, dtype=torch.int32)
+        at_cells = torch.empty(self.ensemble_size, cells.numel(), dtype=torch.int32)
+        for member in range(self.ensemble_size):
+            words.random_(generator=generator)
+            torch.index_select(words, 0, cells, out=at_cells[member])
+        return self._dropped(at_cells.bitwise_and_(2**24 - 1) < threshold, cells)
+
+    def _dropped(self, dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``."""
+        members, positions = dropped.nonzero(as_tuple=True)
+        return members, cells[positions]
+
+    def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
+        """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout."""
+        n_examples = matrix.shape[1]
+        rows, columns = fit.dropped_cells // n_examples, fit.dropped_cells % n_examples
+        scores = torch.from_numpy(matrix.values.reshape(-1))[fit.dropped_cells].float()
+        members = fit.dropped_members
+        v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
+        u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
+        u, v = fit.u, fit.v
+        for _ in range(iterations):
+            v = v_side.solve(u)
+            u = u_side.solve(v)
+        return EnsembleFit(u, v, fit.dropped_members, fit.dropped_cells, fit.n_cells)
+
+
+class _SideSolver:
+    """Ridge solutions of one side of the ALS, ``[E, L, r]`` given the fixed factor ``[E, J, r]``.
+
+    For the V side (``L = N`` columns, ``J = K`` rows) with the partner member
+    ``p(e, l)`` of :class:`LowRankEnsemble`,
+
+        gram[e, l]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[p(e, l), j],
+        target[e, l] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
+
+    and the U side is the same with ``O^T``.  The full sums, for every member at
+    once, are sparse-dense products ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
+    multiply-adds); the dropped terms are gathered and index-added.  What does
+    not change across the ALS rounds (the partner and scatter indices) is
+    computed once here.
+
+    Args:
+        sparse: CSR ``O^T`` and ``(O X)^T``, ``[L, J]``.
+        dropped_members, fixed_index, solved_index, dropped_scores: ``[D]`` member,
+            fixed-side index ``j``, solved-side index ``l`` and score of each
+            dropped (member, cell).
+    """
+
+    def __init__(
+        self,
+        ensemble: LowRankEnsemble,
+        sparse: tuple[torch.Tensor, torch.Tensor],
+        dropped_members: torch.Tensor,
+        fixed_index: torch.Tensor,
+        solved_index: torch.Tensor,
+        dropped_scores: torch.Tensor,
+    ) -> None:
+        members, rank = ensemble.ensemble_size, ensemble.rank
+        self.mask, self.masked_scores = sparse
+        solved_length, fixed_length = self.mask.shape
+        self.members, self.rank, self.solved_length = members, rank, solved_length
+        self.eye = ensemble.ridge * torch.eye(rank)
+        member_index = torch.arange(members)[:, None]
+        if ensemble.pairing == "independent":
+            partner = member_index.expand(-1, solved_length)
+        else:
+            partner = (member_index * solved_length + torch.arange(solved_length)) % members
+        # Row of the [L E, c] sparse-dense product that member e's line l reads.
+        self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
+        dropped_partner = partner[dropped_members, solved_index]
+        self.dropped_fixed = dropped_partner * fixed_length + fixed_index
+        self.dropped_solved = dropped_members * solved_length + solved_index
+        self.negated_scores = -dropped_scores[:, None]
+
+    def solve(self, fixed: torch.Tensor) -> torch.Tensor:
+        members, rank, length = self.members, self.rank, self.solved_length
+        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [E, J, r^2]
+        gram = self._at_partners(outer, self.mask)
+        target = self._at_partners(fixed, self.masked_scores)
+        flat_outer, flat_fixed = outer.reshape(-1, rank * rank), fixed.reshape(-1, rank)
+        # Negated sources rather than alpha=-1, which takes a slow path in index_add_.
+        gram.index_add_(0, self.dropped_solved, flat_outer[self.dropped_fixed].neg_())
+        target.index_add_(0, self.dropped_solved, flat_fixed[self.dropped_fixed].mul_(self.negated_scores))
         if rank == 1:
-            return target / (gram + self.ridge)
-        eye = self.ridge * torch.eye(rank)
-        return torch.linalg.solve(gram.unflatten(-1, (rank, rank)) + eye, target[..., None])[..., 0]
+            return (target / (gram + self.eye[0])).view(members, length, 1)
+        gram = gram.view(-1, rank, rank) + self.eye
+        return torch.linalg.solve(gram, target[..., None])[..., 0].view(members, length, rank)
+
+    def _at_partners(self, factor: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+        """``[E L, c]``: row ``e L + l`` is ``sum_j sparse[l, j] factor[p(e, l), j]``, ``factor [E, J, c]``."""
+        width = factor.shape[-1]
+        product = sparse @ factor.transpose(0, 1).reshape(factor.shape[1], -1)  # [L, E c]
+        return product.view(-1, width)[self.partner_rows]
 
 
 def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -154,6 +351,12 @@ def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.
     mean = total / members
     variance = ((squares - total * mean) / (members - 1)).clamp_min(0.0)
     return mean.numpy(), variance.sqrt().numpy()
+
+
+def check_positive_integer(key: str, value: Any) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return int(value)
 
 
 class LRFPolicy(Policy):
@@ -175,12 +378,20 @@ class LRFPolicy(Policy):
     Ties go to a per-run random ranking of the arms.  Costs play no part in the
     allocation.
 
+    Parity mode (the default) refits from scratch each step, as the reference
+    does.  With ``warm_start`` each fit after the first starts from the previous
+    fit's factors, keeps each member's dropout of the cells it already saw, and
+    runs ``warm_start_iterations`` ALS rounds instead of the ensemble's
+    ``iterations`` (see :meth:`LowRankEnsemble.refit`).
+
     Args:
         batch_size: ``B``, examples per pull after the warm-up (32 in the paper).
         eta: weight of the ensemble sd in the cell score.
         warmup_fraction: ``w``, the warm-up's share of the ``K N`` cells.
         ensemble: the :class:`LowRankEnsemble` refitted each step (default: the
             reference's rank 1, 64 members).
+        warm_start: refit from the previous step's fit (not the reference's method).
+        warm_start_iterations: ALS rounds of a warm-started refit.
     """
 
     name = "lrf"
@@ -193,22 +404,31 @@ class LRFPolicy(Policy):
         eta: float = 5.0,
         warmup_fraction: float = 0.05,
         ensemble: LowRankEnsemble | None = None,
+        warm_start: bool = False,
+        warm_start_iterations: int = 2,
     ) -> None:
         if not (math.isfinite(eta) and eta >= 0):
             raise ValueError(f"eta must be non-negative and finite, got {eta!r}")
         if not (0 < warmup_fraction < 1):
             raise ValueError(f"warmup_fraction must be in (0, 1), got {warmup_fraction!r}")
+        if not isinstance(warm_start, bool):
+            raise ValueError(f"warm_start must be true or false, got {warm_start!r}")
         self.batch_size = check_batch_size(batch_size)
         self.eta = float(eta)
         self.warmup_fraction = float(warmup_fraction)
         self.ensemble = LowRankEnsemble() if ensemble is None else ensemble
+        self.warm_start = warm_start
+        self.warm_start_iterations = check_positive_integer("warm_start_iterations", warm_start_iterations)
 
     def hyperparameters(self) -> dict[str, Any]:
+        # Parity runs record the reference's keys only, as before warm starts existed.
+        warm = {"warm_start": True, "warm_start_iterations": self.warm_start_iterations} if self.warm_start else {}
         return {
             "batch_size": self.batch_size,
             "eta": self.eta,
             "warmup_fraction": self.warmup_fraction,
             **self.ensemble.hyperparameters(),
+            **warm,
         }
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
@@ -220,21 +440,28 @@ class LRFPolicy(Policy):
         self.warmup = [Request(int(arms[i]), per_arm[i]) for i in rng.permutation(arms.size)]
         self.priority = rng.permutation(n_arms)
         self.generator = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
-        self.values = np.zeros((n_arms, n_examples))
-        self.observed = np.zeros((n_arms, n_examples), dtype=bool)
+        self.matrix = ObservedMatrix(n_arms, n_examples)
         self.stats = RunningMeans(n_arms)
         self.all_arms = np.ones(n_arms, dtype=bool)
+        self.fit: EnsembleFit | None = None
         self.fit_mean: np.ndarray | None = None
         self.imputed_sums = np.zeros(n_arms)
 
+    def refit(self) -> EnsembleFit:
+        """The fit for this step: from scratch, or warm-started from the last one."""
+        if self.warm_start and self.fit is not None:
+            return self.ensemble.refit(self.fit, self.matrix, self.generator, self.warm_start_iterations)
+        return self.ensemble.fit(self.matrix, self.generator)
+
     def arm_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Refit; return the arm scores ``S [K]``, the ensemble mean and sd ``[K, N]``."""
-        mean, sd = self.ensemble.fit(self.values, self.observed, self.generator)
-        cell = np.where(self.observed, self.values, mean + self.eta * sd)
-        scores = cell.mean(axis=1)
+        self.fit = self.refit()
+        mean, sd = self.fit.moments()
+        observed, values = self.matrix.observed, self.matrix.values
+        scores = np.where(observed, values, mean + self.eta * sd).mean(axis=1)
         counts = self.stats.counts
         scores[counts == 0] = np.inf
-        scores[counts == self.observed.shape[1]] = -np.inf
+        scores[counts == observed.shape[1]] = -np.inf
         return scores, mean, sd
 
     def select(self) -> Request | None:
@@ -242,11 +469,11 @@ class LRFPolicy(Policy):
             return self.warmup.pop()
         scores, mean, sd = self.arm_scores()
         self.fit_mean = mean
-        self.imputed_sums = np.where(self.observed, self.values, mean).sum(axis=1)
+        self.imputed_sums = np.where(self.matrix.observed, self.matrix.values, mean).sum(axis=1)
         arm = argmax_by_priority(scores, self.priority)
         if arm < 0:
             return None
-        unseen = np.flatnonzero(~self.observed[arm])
+        unseen = np.flatnonzero(~self.matrix.observed[arm])
         spread = sd[arm, unseen]
         size = min(self.batch_size, unseen.size)
         return Request(arm, unseen[np.argsort(-spread, kind="stable")[:size]])
@@ -254,8 +481,7 @@ class LRFPolicy(Policy):
     def observe(self, request: Request, scores: np.ndarray) -> None:
         scores = validate_scores(request, scores)
         arm, examples = request.arm, request.examples
-        self.values[arm, examples] = scores
-        self.observed[arm, examples] = True
+        self.matrix.add(arm, examples, scores)
         self.stats.update(arm, scores)
         if self.fit_mean is not None:
             self.imputed_sums[arm] += (scores - self.fit_mean[arm, examples]).sum()

@@ -8,7 +8,7 @@ import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
 from banditeval.factorization import Factorization
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy, _ensemble_moments
+from baselines.lrf import LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
 from gittinseval.protocol import EvaluationProblem, Request
 
 
@@ -18,6 +18,10 @@ def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
     observed = rng.uniform(size=scores.shape) < share
     observed[:, 0] = True  # every arm observed, so no arm has an infinite score
     return scores, observed
+
+
+def fit_moments(ensemble, scores, observed, generator):
+    return ensemble.fit(ObservedMatrix.from_arrays(scores, observed), generator).moments()
 
 
 def looped_als(scores, observed, generator, members, rank, ridge, drop, iterations):
@@ -48,7 +52,7 @@ def test_independent_members_match_a_per_member_loop(rank):
     scores, observed = random_matrix(0, 12, 9, share=0.5)
     ensemble = LowRankEnsemble(rank=rank, ensemble_size=4, ridge=0.1, drop_probability=0.2, iterations=5,
                                pairing="independent")
-    mean, sd = ensemble.fit(scores, observed, torch.Generator().manual_seed(1))
+    mean, sd = fit_moments(ensemble, scores, observed, torch.Generator().manual_seed(1))
     want_mean, want_sd = looped_als(scores, observed, torch.Generator().manual_seed(1), 4, rank, 0.1, 0.2, 5)
     np.testing.assert_allclose(mean, want_mean, atol=2e-5)
     np.testing.assert_allclose(sd, want_sd, atol=2e-5)
@@ -62,11 +66,11 @@ def test_reference_pairing_matches_banditeval_factorization(rank):
     reference = Factorization(70, 45, rank, 64, regularizer_weight=0.1, drop_probability=0.05)
     reference.fit(matrix, iterations=10)
     products = reference().double()
-    mean, sd = LowRankEnsemble(rank=rank).fit(scores, observed, torch.Generator().manual_seed(4))
+    mean, sd = fit_moments(LowRankEnsemble(rank=rank), scores, observed, torch.Generator().manual_seed(4))
     np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-4)
     np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-4)
-    independent, _ = LowRankEnsemble(rank=rank, pairing="independent").fit(
-        scores, observed, torch.Generator().manual_seed(4)
+    independent, _ = fit_moments(
+        LowRankEnsemble(rank=rank, pairing="independent"), scores, observed, torch.Generator().manual_seed(4)
     )
     assert np.abs(independent - products.mean(0).numpy()).max() > 1e-3  # the pairing matters
 
@@ -110,7 +114,7 @@ def test_arm_scores_match_an_independent_ucb_computation():
     scores, observed = random_matrix(3, 50, 30)
     policy = fed_policy(scores, observed, 9, eta=2.0)
     arm_scores, mean, sd = policy.arm_scores()
-    want, _ = LowRankEnsemble().fit(scores, observed, torch.Generator().manual_seed(9))
+    want, _ = fit_moments(LowRankEnsemble(), scores, observed, torch.Generator().manual_seed(9))
     np.testing.assert_allclose(mean, want)
     cell = [[scores[k, n] if observed[k, n] else mean[k, n] + 2.0 * sd[k, n] for n in range(30)] for k in range(50)]
     expected = np.mean(cell, axis=1)
@@ -134,9 +138,9 @@ def test_warmup_is_five_percent_of_cells_one_request_per_arm_and_no_fit():
         assert policy.recommend() == int(np.argmax(observed_means))
     request = policy.select()
     assert policy.fit_mean is not None and request.size == 4
-    imputed = np.where(policy.observed, policy.values, policy.fit_mean).mean(axis=1)
+    imputed = np.where(policy.matrix.observed, policy.matrix.values, policy.fit_mean).mean(axis=1)
     policy.observe(request, scores[request.arm, request.examples])
-    imputed[request.arm] = np.where(policy.observed, policy.values, policy.fit_mean)[request.arm].mean()
+    imputed[request.arm] = np.where(policy.matrix.observed, policy.matrix.values, policy.fit_mean)[request.arm].mean()
     assert policy.recommend() == int(np.argmax(imputed))
 
 
