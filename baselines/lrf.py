@@ -145,15 +145,16 @@ class LowRankEnsemble:
     member ``p_U(e, k) = (e K + k) mod E``.  That mixing pulls the members towards
     each other and shrinks the ensemble spread; it is what the paper's LRF ran.
 
-    The normal equations of all members come from two dense products per side,
+    The normal equations of all members come from two sparse-dense products per
+    side over the ``M`` observed cells,
 
-        G = (u u^T)^T O   [E r^2, N],     T = u^T (O * X)   [E r, N]   (V side;
-        the U side uses O^T and v),
+        G = O^T (u u^T)   [N, E r^2],     T = (O * X)^T u   [N, E r]   (V side;
+        the U side uses O and v),
 
     read at the partner member ``p_V(e, n)``, minus the terms of the dropped
-    cells, which are few (5% of ``E M``) and scatter-subtracted.  The dense
-    products run as BLAS matrix products on torch's threads; nothing loops over
-    members, rows or columns.
+    cells, which are few (5% of ``E M``) and scatter-subtracted
+    (:class:`_SideSolver`).  The products run on torch's threads; nothing loops
+    over members, rows or columns.
 
     The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
     ridge weight keeps every ``r x r`` system well conditioned.  Random draws, in

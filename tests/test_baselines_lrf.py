@@ -197,10 +197,10 @@ def test_warm_refit_matches_a_per_member_loop_from_the_previous_factors(rank):
     # Each member's mask: its old dropout (read from the previous fit) plus a fresh
     # draw for the new cells, in the order they were added.
     masks = np.repeat(everything[None], 4, axis=0)
-    for member, cell in zip(previous.dropped_members.tolist(), previous.dropped_cells.tolist()):
+    for member, cell in zip(previous.dropped_members.tolist(), previous.dropped_cells.tolist(), strict=True):
         masks[member, cell // 9, cell % 9] = False
     fresh = torch.rand(4, len(new_cells), generator=torch.Generator().manual_seed(3)).numpy() < 0.2
-    for member, position in zip(*np.nonzero(fresh)):
+    for member, position in zip(*np.nonzero(fresh), strict=True):
         masks[member][new_cells[position]] = False
     assert fresh.any()
     want_mean, want_sd = looped_als_from(
