@@ -318,7 +318,11 @@ class _SideSolver:
         self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
         dropped_partner = partner[dropped_members, solved_index]
         self.dropped_fixed = dropped_partner * fixed_length + fixed_index
-        self.dropped_solved = dropped_members * solved_length + solved_index
+        # Flat positions of the dropped terms in gram [E L, r^2] and target [E L, r]:
+        # a 1-D index_add_ is much faster than a 2-D one.
+        dropped_solved = dropped_members[:, None] * solved_length + solved_index[:, None]
+        self.gram_scatter = (dropped_solved * rank * rank + torch.arange(rank * rank)).reshape(-1)
+        self.target_scatter = (dropped_solved * rank + torch.arange(rank)).reshape(-1)
         self.negated_scores = -dropped_scores[:, None]
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
@@ -326,10 +330,10 @@ class _SideSolver:
         outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [E, J, r^2]
         gram = self._at_partners(outer, self.mask)
         target = self._at_partners(fixed, self.masked_scores)
-        flat_outer, flat_fixed = outer.reshape(-1, rank * rank), fixed.reshape(-1, rank)
-        # Negated sources rather than alpha=-1, which takes a slow path in index_add_.
-        gram.index_add_(0, self.dropped_solved, flat_outer[self.dropped_fixed].neg_())
-        target.index_add_(0, self.dropped_solved, flat_fixed[self.dropped_fixed].mul_(self.negated_scores))
+        dropped = fixed.reshape(-1, rank)[self.dropped_fixed]  # [D, r]
+        dropped_outer = dropped[:, :, None] * dropped[:, None, :]
+        gram.view(-1).index_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
+        target.view(-1).index_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
         if rank == 1:
             return (target / (gram + self.eye[0])).view(members, length, 1)
         gram = gram.view(-1, rank, rank) + self.eye
