@@ -53,6 +53,10 @@ class ObservedMatrix:
 
     def add(self, arm: int, examples: np.ndarray, scores: np.ndarray) -> None:
         """Record ``scores`` of ``arm`` on the unseen ``examples``."""
+        seen = self.observed[arm, examples]
+        if seen.any() or np.unique(examples).size != len(examples):
+            repeated = np.asarray(examples)[seen] if seen.any() else examples
+            raise ValueError(f"arm {arm}: examples observed twice ({np.asarray(repeated)[:10].tolist()})")
         self.values[arm, examples] = scores
         self.observed[arm, examples] = True
         columns = torch.as_tensor(examples, dtype=torch.long)

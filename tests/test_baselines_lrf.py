@@ -155,6 +155,15 @@ def test_warmup_is_five_percent_of_cells_one_request_per_arm_and_no_fit():
     assert policy.recommend() == int(np.argmax(imputed))
 
 
+def test_a_cell_observed_twice_is_an_error():
+    matrix = ObservedMatrix(3, 5)
+    matrix.add(1, np.array([0, 4]), np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match=r"arm 1: examples observed twice \(\[4\]\)"):
+        matrix.add(1, np.array([2, 4]), np.array([1.0, 1.0]))
+    with pytest.raises(ValueError, match="arm 2: examples observed twice"):
+        matrix.add(2, np.array([3, 3]), np.array([1.0, 1.0]))
+
+
 def test_bad_hyperparameters_are_named():
     with pytest.raises(ValueError, match="pairing"):
         LowRankEnsemble(pairing="shuffled")
@@ -162,6 +171,10 @@ def test_bad_hyperparameters_are_named():
         LowRankEnsemble(ensemble_size=1)
     with pytest.raises(ValueError, match="warmup_fraction"):
         LRFPolicy(warmup_fraction=0.0)
+    with pytest.raises(ValueError, match="warm_start_iterations"):
+        LRFPolicy(warm_start=True, warm_start_iterations=0)
+    with pytest.raises(ValueError, match="warm_start must be true or false"):
+        LRFPolicy(warm_start="yes")
 
 
 @pytest.mark.parametrize("drop", [0.05, 0.1, 0.5])
