@@ -53,6 +53,10 @@ class ObservedMatrix:
 
     def add(self, arm: int, examples: np.ndarray, scores: np.ndarray) -> None:
         """Record ``scores`` of ``arm`` on the unseen ``examples``."""
+        seen = self.observed[arm, examples]
+        if seen.any() or np.unique(examples).size != len(examples):
+            repeated = np.asarray(examples)[seen] if seen.any() else examples
+            raise ValueError(f"arm {arm}: examples observed twice ({np.asarray(repeated)[:10].tolist()})")
         self.values[arm, examples] = scores
         self.observed[arm, examples] = True
         columns = torch.as_tensor(examples, dtype=torch.long)
@@ -145,15 +149,16 @@ class LowRankEnsemble:
     member ``p_U(e, k) = (e K + k) mod E``.  That mixing pulls the members towards
     each other and shrinks the ensemble spread; it is what the paper's LRF ran.
 
-    The normal equations of all members come from two dense products per side,
+    The normal equations of all members come from two sparse-dense products per
+    side over the ``M`` observed cells,
 
-        G = (u u^T)^T O   [E r^2, N],     T = u^T (O * X)   [E r, N]   (V side;
-        the U side uses O^T and v),
+        G = O^T (u u^T)   [N, E r^2],     T = (O * X)^T u   [N, E r]   (V side;
+        the U side uses O and v),
 
     read at the partner member ``p_V(e, n)``, minus the terms of the dropped
-    cells, which are few (5% of ``E M``) and scatter-subtracted.  The dense
-    products run as BLAS matrix products on torch's threads; nothing loops over
-    members, rows or columns.
+    cells, which are few (5% of ``E M``) and scatter-subtracted
+    (:class:`_SideSolver`).  The products run on torch's threads; nothing loops
+    over members, rows or columns.
 
     The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
     ridge weight keeps every ``r x r`` system well conditioned.  Random draws, in
@@ -317,7 +322,11 @@ class _SideSolver:
         self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
         dropped_partner = partner[dropped_members, solved_index]
         self.dropped_fixed = dropped_partner * fixed_length + fixed_index
-        self.dropped_solved = dropped_members * solved_length + solved_index
+        # Flat positions of the dropped terms in gram [E L, r^2] and target [E L, r]:
+        # a 1-D index_add_ is much faster than a 2-D one.
+        dropped_solved = dropped_members[:, None] * solved_length + solved_index[:, None]
+        self.gram_scatter = (dropped_solved * rank * rank + torch.arange(rank * rank)).reshape(-1)
+        self.target_scatter = (dropped_solved * rank + torch.arange(rank)).reshape(-1)
         self.negated_scores = -dropped_scores[:, None]
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
@@ -325,10 +334,10 @@ class _SideSolver:
         outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [E, J, r^2]
         gram = self._at_partners(outer, self.mask)
         target = self._at_partners(fixed, self.masked_scores)
-        flat_outer, flat_fixed = outer.reshape(-1, rank * rank), fixed.reshape(-1, rank)
-        # Negated sources rather than alpha=-1, which takes a slow path in index_add_.
-        gram.index_add_(0, self.dropped_solved, flat_outer[self.dropped_fixed].neg_())
-        target.index_add_(0, self.dropped_solved, flat_fixed[self.dropped_fixed].mul_(self.negated_scores))
+        dropped = fixed.reshape(-1, rank)[self.dropped_fixed]  # [D, r]
+        dropped_outer = dropped[:, :, None] * dropped[:, None, :]
+        gram.view(-1).index_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
+        target.view(-1).index_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
         if rank == 1:
             return (target / (gram + self.eye[0])).view(members, length, 1)
         gram = gram.view(-1, rank, rank) + self.eye

@@ -9,7 +9,12 @@ from banditeval.bandits import upper_confidence_bound_exploration_low_rank_facto
 from banditeval.factorization import Factorization
 
 from baselines.lrf import LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
+from gittinseval.data import Benchmark
+from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
+from gittinseval.simulator import simulate
+
+PRIOR = GaussianPrior(0.5, 0.04, "general")
 
 
 def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
@@ -30,9 +35,17 @@ def looped_als(scores, observed, generator, members, rank, ridge, drop, iteratio
     u = torch.randn(members, n_arms, rank, generator=generator).double().numpy()
     v = torch.randn(members, n_examples, rank, generator=generator).double().numpy()
     kept = (torch.rand(members, n_arms, n_examples, generator=generator) >= drop).numpy()
+    return looped_als_from(scores, observed & kept, u, v, ridge, iterations)
+
+
+def looped_als_from(scores, masks, u, v, ridge, iterations):
+    """ALS of each member ``e`` on the cells ``masks[e]`` from factors ``u, v``; product mean and sd."""
+    members, n_arms, rank = u.shape
+    n_examples = v.shape[1]
+    u, v = u.copy(), v.copy()
     products = []
     for e in range(members):
-        mask = observed & kept[e]
+        mask = masks[e]
         for _ in range(iterations):
             for n in range(n_examples):
                 rows = mask[:, n]
@@ -144,6 +157,15 @@ def test_warmup_is_five_percent_of_cells_one_request_per_arm_and_no_fit():
     assert policy.recommend() == int(np.argmax(imputed))
 
 
+def test_a_cell_observed_twice_is_an_error():
+    matrix = ObservedMatrix(3, 5)
+    matrix.add(1, np.array([0, 4]), np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match=r"arm 1: examples observed twice \(\[4\]\)"):
+        matrix.add(1, np.array([2, 4]), np.array([1.0, 1.0]))
+    with pytest.raises(ValueError, match="arm 2: examples observed twice"):
+        matrix.add(2, np.array([3, 3]), np.array([1.0, 1.0]))
+
+
 def test_bad_hyperparameters_are_named():
     with pytest.raises(ValueError, match="pairing"):
         LowRankEnsemble(pairing="shuffled")
@@ -151,3 +173,106 @@ def test_bad_hyperparameters_are_named():
         LowRankEnsemble(ensemble_size=1)
     with pytest.raises(ValueError, match="warmup_fraction"):
         LRFPolicy(warmup_fraction=0.0)
+    with pytest.raises(ValueError, match="warm_start_iterations"):
+        LRFPolicy(warm_start=True, warm_start_iterations=0)
+    with pytest.raises(ValueError, match="warm_start must be true or false"):
+        LRFPolicy(warm_start="yes")
+
+
+@pytest.mark.parametrize("drop", [0.05, 0.1, 0.5])
+def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop):
+    n_cells = 3000
+    cells = torch.from_numpy(np.sort(np.random.default_rng(0).choice(n_cells, 700, replace=False)))
+    ours, reference = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    members, dropped = LowRankEnsemble(ensemble_size=5, drop_probability=drop)._draw_full_dropout(
+        cells, n_cells, ours
+    )
+    want = (torch.rand(5, n_cells, generator=reference) < drop)[:, cells]
+    got = torch.zeros_like(want)
+    got[members, torch.searchsorted(cells, dropped)] = True
+    assert torch.equal(got, want) and want.any()
+    assert torch.equal(torch.rand(4, generator=ours), torch.rand(4, generator=reference))  # same words consumed
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_warm_refit_matches_a_per_member_loop_from_the_previous_factors(rank):
+    scores, everything = random_matrix(5, 12, 9, share=0.6)
+    rng = np.random.default_rng(6)
+    before = everything & (rng.uniform(size=everything.shape) < 0.7)
+    before[:, 0] = True
+    ensemble = LowRankEnsemble(rank=rank, ensemble_size=4, drop_probability=0.2, iterations=5, pairing="independent")
+    matrix = ObservedMatrix.from_arrays(scores, before)
+    previous = ensemble.fit(matrix, torch.Generator().manual_seed(1))
+    new_cells = []
+    for arm in range(12):
+        examples = np.flatnonzero(everything[arm] & ~before[arm])
+        matrix.add(arm, examples, scores[arm, examples])
+        new_cells += [(arm, n) for n in examples]
+    refit = ensemble.refit(previous, matrix, torch.Generator().manual_seed(3), iterations=3)
+    # Each member's mask: its old dropout (read from the previous fit) plus a fresh
+    # draw for the new cells, in the order they were added.
+    masks = np.repeat(everything[None], 4, axis=0)
+    for member, cell in zip(previous.dropped_members.tolist(), previous.dropped_cells.tolist(), strict=True):
+        masks[member, cell // 9, cell % 9] = False
+    fresh = torch.rand(4, len(new_cells), generator=torch.Generator().manual_seed(3)).numpy() < 0.2
+    for member, position in zip(*np.nonzero(fresh), strict=True):
+        masks[member][new_cells[position]] = False
+    assert fresh.any()
+    want_mean, want_sd = looped_als_from(
+        scores, masks, previous.u.double().numpy(), previous.v.double().numpy(), 0.1, 3
+    )
+    mean, sd = refit.moments()
+    np.testing.assert_allclose(mean, want_mean, atol=2e-5)
+    np.testing.assert_allclose(sd, want_sd, atol=2e-5)
+
+
+def small_benchmark():
+    rng = np.random.default_rng(11)
+    scores = (rng.uniform(size=(16, 60)) < rng.uniform(0.2, 0.8, size=(16, 1))).astype(float)
+    return Benchmark("synthetic", scores, prices=np.ones(16), default_batch_size=4)
+
+
+def small_lrf(warm_start):
+    return LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=8), warm_start=warm_start)
+
+
+def test_warm_start_is_deterministic_per_seed_and_keeps_the_protocol():
+    bench = small_benchmark()
+    costs = np.ones(16)
+    first, again, other = (simulate(bench, small_lrf(True), costs, PRIOR, seed=s) for s in (3, 3, 4))
+    for key in ("arm", "batch_size", "recommended", "cost"):
+        np.testing.assert_array_equal(first.trace[key], again.trace[key])
+    assert not np.array_equal(first.trace["arm"], other.trace["arm"])
+    spend, budget = first.trace["cost"], first.summary["budget"]
+    assert np.all(spend[:-1] < budget) and spend[-1] >= budget
+    assert first.summary["hyperparameters"]["warm_start"] is True
+    # The warm-up and the first (cold) fit are the parity run's; warm starts change what follows.
+    parity = simulate(bench, small_lrf(False), costs, PRIOR, seed=3)
+    first_fitted = int(np.searchsorted(np.cumsum(parity.trace["batch_size"]), math.ceil(0.05 * 16 * 60))) + 1
+    np.testing.assert_array_equal(first.trace["arm"][: first_fitted + 1], parity.trace["arm"][: first_fitted + 1])
+    assert not np.array_equal(first.trace["arm"], parity.trace["arm"])
+
+
+@pytest.mark.parametrize("warm_start", [False, True])
+def test_recommendation_is_the_argmax_of_observed_cells_filled_by_the_latest_fit(warm_start):
+    n_arms, n_examples = 20, 30
+    scores = np.random.default_rng(5).uniform(size=(n_arms, n_examples))  # continuous: no exact ties
+    policy = LRFPolicy(batch_size=3, ensemble=LowRankEnsemble(ensemble_size=6), warm_start=warm_start)
+    problem = EvaluationProblem(n_examples, np.ones(n_arms), 0.5 * n_arms * n_examples, binary=False)
+    policy.reset(problem, np.random.default_rng(1))
+    seen = np.zeros((n_arms, n_examples), dtype=bool)
+    fitted_steps = 0
+    for _ in range(80):
+        request = policy.select()
+        policy.observe(request, scores[request.arm, request.examples])
+        seen[request.arm, request.examples] = True
+        if policy.fit is None:
+            counts = seen.sum(axis=1)
+            imputed = np.where(counts > 0, (scores * seen).sum(axis=1) / np.maximum(counts, 1), -np.inf)
+        else:
+            fitted_steps += 1
+            u, v = policy.fit.u.double(), policy.fit.v.double()
+            fill = torch.bmm(u, v.transpose(1, 2)).mean(0).numpy()
+            imputed = np.where(seen, scores, fill).mean(axis=1)
+        assert imputed[policy.recommend()] >= imputed.max() - 1e-9
+    assert fitted_steps >= 50
