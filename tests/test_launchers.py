@@ -13,10 +13,11 @@ import time
 
 import numpy as np
 import pytest
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from wandb.proto import wandb_internal_pb2
 
-from gittinseval.cli import main
+from gittinseval.cli import CONFIG_DIR, main
 from gittinseval.launchers import LAUNCHER_EXTRAS, RayClusterCheck, check_launcher
 
 SEEDS = (0, 1)
@@ -207,3 +208,27 @@ def test_ray_cluster_check_gives_up_on_an_unanswering_address_after_its_timeout(
         assert 1.5 < time.monotonic() - started < 5
         for connection in pending:
             connection.close()
+
+
+def compose_hydra(*overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_slurm_launcher_config_exposes_the_cluster_settings():
+    launcher = compose_hydra("hydra/launcher=slurm", "hydra.launcher.partition=cpu").hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert launcher.partition == "cpu"
+    settings = (launcher.timeout_min, launcher.cpus_per_task, launcher.mem_gb, launcher.array_parallelism)
+    assert settings == (60, 2, 4, 256)
+
+
+def test_ray_cluster_launcher_config_joins_a_running_cluster(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    hydra_cfg = compose_hydra("hydra/launcher=ray_cluster").hydra
+    assert hydra_cfg.launcher._target_ == "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"
+    assert hydra_cfg.launcher.ray.init.address == "auto"
+    assert hydra_cfg.launcher.ray.init.object_store_memory is None  # see check_launcher
+    assert hydra_cfg.callbacks.ray_cluster_check._target_ == "gittinseval.launchers.RayClusterCheck"
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert compose_hydra("hydra/launcher=ray_cluster").hydra.launcher.ray.init.address == "127.0.0.1:6379"
