@@ -49,7 +49,8 @@ def check_launcher(argv: list[str]) -> None:
     plugin, extra = LAUNCHER_EXTRAS[name]
     if not _importable(plugin):
         raise SystemExit(
-            f"hydra/launcher={name} needs the {plugin.split('.')[-1]} plugin: pip install 'gittinseval[{extra}]'"
+            f"hydra/launcher={name} needs the {plugin.split('.')[-1]} plugin: pip install 'gittinseval[{extra}]' "
+            f"(in a clone: pip install -e '.[{extra}]')"
         )
     if name == "ray" and (options.get(RAY_ADDRESS_KEY) or os.environ.get("RAY_ADDRESS")):
         raise SystemExit(
