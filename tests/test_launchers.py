@@ -232,3 +232,10 @@ def test_ray_cluster_launcher_config_joins_a_running_cluster(monkeypatch):
     assert hydra_cfg.callbacks.ray_cluster_check._target_ == "gittinseval.launchers.RayClusterCheck"
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert compose_hydra("hydra/launcher=ray_cluster").hydra.launcher.ray.init.address == "127.0.0.1:6379"
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local", "slurm", "ray", "ray_cluster"])
+def test_the_main_experiment_goes_to_any_launcher(launcher):
+    hydra_cfg = compose_hydra("experiment=main", f"hydra/launcher={launcher}").hydra
+    assert hydra_cfg.runtime.choices["hydra/launcher"] == launcher
+    assert hydra_cfg.sweeper.params.seed == "range(20)"
