@@ -5,6 +5,8 @@ VENV ?= .venv
 # The CPU wheel of torch held on the lab machines; an unpinned torch pulls a
 # multi-GB CUDA build.  Override with e.g. `make TORCH_SPEC=torch test`.
 TORCH_SPEC ?= torch==2.13.0
+# The test extras and the Slurm and Ray launchers, so that the suite tests them.
+EXTRAS ?= test,slurm,ray
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test venv clean
@@ -13,7 +15,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" -e ".[test]" 2>&1 \
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" -e ".[$(EXTRAS)]" 2>&1 \
 		| grep -v "is ignored: it is neither a file nor a directory" || true
 	$(VENV)/bin/python -c "import gittinseval, torch, botorch, hydra, wandb"
 	touch $(STAMP)

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_experiment
+from gittinseval.launchers import check_launcher
 
 __all__ = ["CONFIG_DIR", "expand_subject_sweep", "main"]
 
@@ -61,4 +62,5 @@ def _app(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     sys.argv[1:] = expand_subject_sweep(sys.argv[1:])
+    check_launcher(sys.argv[1:])
     _app()

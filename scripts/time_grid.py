@@ -1,0 +1,125 @@
+"""Time one run of each policy on representative benchmarks and extrapolate the paper's grid.
+
+    python scripts/time_grid.py [--out outputs/time_grid.json] [--policies gittins,ucbe,...]
+
+The grid (paper, Sec. 5 and App. C): every policy on MMLU (57 subjects x 20 seeds), GSM8K and
+PIQA (5 matrices x 20 seeds each) and AlpacaEval (20 seeds; PromptEval-BAI left out), unit
+and cost-aware, 10% budget; GittinsEval twice (general and specific prior).  Each
+measurement is one run (policy and simulator) in this process on one torch thread,
+cost-aware for seed 0 and unit cost for seed 1, timed in CPU seconds of this process (the
+machine may be shared; the run's ``wall_time_s`` is printed too).
+
+Extrapolation (a model, not a measurement): a bandit run's time grows linearly with the
+number of examples N at a fixed batch size, so an MMLU size bucket (small/medium/large,
+B = 2/4/8) costs its representative's mean time x (sum of the bucket's N) / (its N).
+LRF (one cost-aware run) is run whole on the small MMLU subject, GSM8K and AlpacaEval;
+on the medium and large ones it is timed per step after its 5% warm-up between two short
+budgets and extended to the 10% budget's step count; an MMLU bucket then costs the
+representative's time x (sum of N^2) / N^2 (steps and the per-step fit both grow with N).  BO runs are
+taken as they are (their time depends on the configuration count, 1500 for every MMLU
+subject).  GSM8K stands in for PIQA (1000 examples each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from statistics import mean
+
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from gittinseval.cli import CONFIG_DIR
+from gittinseval.data.mmlu import _subject_table, mmlu_subjects
+from gittinseval.simulator import simulate
+
+REPRESENTATIVE = {"small": "management", "medium": "conceptual_physics", "large": "high_school_psychology"}
+BANDITS = ["gittins_G", "gittins_S", "ucbe", "sysrs", "prompteval"]
+BO = ["pbgi", "logei", "logeipc"]
+SEEDS_AND_COSTS = ((0, "aware"), (1, "unit"))
+RUNS_PER_MMLU_SUBJECT = 20 * 2  # seeds x cost modes
+RUNS_PER_OTHER = {"gsm8k": 100 * 2, "piqa": 100 * 2, "alpacaeval_paper": 20 * 2}
+
+
+def run_time(benchmark: list[str], policy: str, seed: int, cost: str, budget: float = 0.10) -> dict:
+    name, _, prior = policy.partition("_")
+    overrides = [*benchmark, f"policy={name}", f"cost={cost}", "logger=none", f"seed={seed}", f"budget={budget}"]
+    overrides.append("prior=specific" if prior == "S" else "prior=general")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    bench = instantiate(cfg.benchmark)
+    cost_model = instantiate(cfg.cost)
+    started = time.process_time()
+    result = simulate(
+        bench, instantiate(cfg.policy), cost_model(bench), instantiate(cfg.prior).resolve(bench),
+        budget_fraction=budget, seed=seed, cost_mode=cost_model.name,
+    )
+    cpu_s = time.process_time() - started
+    summary = result.summary
+    print(f"{' '.join(benchmark):45s} {policy:10s} {cost:5s} budget {budget:5.3f}: {cpu_s:8.2f} CPU s "
+          f"({summary['wall_time_s']:8.2f} s wall) {summary['n_steps']:6d} steps", flush=True)
+    return {"cpu_s": cpu_s, "n_steps": summary["n_steps"], "n_examples": bench.scores.shape[1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/time_grid.json"))
+    parser.add_argument("--policies", default=",".join([*BANDITS, "lrf", *BO]))
+    args = parser.parse_args()
+    policies = args.policies.split(",")
+    torch.set_num_threads(1)
+    table = _subject_table()
+    bucket_examples = {size: sum(int(table[s]["n_examples"]) for s in mmlu_subjects() if table[s]["size"] == size)
+                       for size in REPRESENTATIVE}
+    benchmarks = {f"mmlu_{size}": ["benchmark=mmlu", f"benchmark.subject={subject}"]
+                  for size, subject in REPRESENTATIVE.items()}
+    benchmarks |= {"gsm8k": ["benchmark=gsm8k"], "alpacaeval_paper": ["benchmark=alpacaeval_paper"]}
+
+    seconds: dict[str, float] = {}  # policy -> extrapolated CPU seconds of its share of the grid
+    measured: dict[str, dict] = {}
+    for policy in policies:
+        total = 0.0
+        for key, overrides in benchmarks.items():
+            if policy == "prompteval" and key == "alpacaeval_paper":
+                continue
+            if policy == "lrf" and key in ("mmlu_medium", "mmlu_large"):
+                # Too slow to run whole here: time the steps after the 5% warm-up between two short budgets.
+                short, longer = (run_time(overrides, policy, 0, "aware", budget) for budget in (0.051, 0.053))
+                per_step = (longer["cpu_s"] - short["cpu_s"]) / (longer["n_steps"] - short["n_steps"])
+                n_examples = short["n_examples"]
+                run = short["cpu_s"] + per_step * (0.10 - 0.051) * 1500 * n_examples / 32
+                measured[f"{policy}/{key}"] = {"per_step_s": per_step, "run_s": run, "n_examples": n_examples}
+            elif policy == "lrf":
+                whole = run_time(overrides, policy, 0, "aware")
+                run, n_examples = whole["cpu_s"], whole["n_examples"]
+                measured[f"{policy}/{key}"] = {"run_s": run, "n_examples": n_examples}
+            else:
+                runs = [run_time(overrides, policy, seed, cost) for seed, cost in SEEDS_AND_COSTS]
+                run = mean(r["cpu_s"] for r in runs)
+                n_examples = runs[0]["n_examples"]
+                measured[f"{policy}/{key}"] = {"run_s": run, "n_examples": n_examples}
+            if key.startswith("mmlu"):
+                size = key.removeprefix("mmlu_")
+                scale = bucket_examples[size] / n_examples
+                if policy == "lrf":
+                    scale = sum(int(table[s]["n_examples"]) ** 2 for s in mmlu_subjects()
+                                if table[s]["size"] == size) / n_examples**2
+                if policy in BO:
+                    scale = sum(table[s]["size"] == size for s in mmlu_subjects())
+                total += run * scale * RUNS_PER_MMLU_SUBJECT
+            elif key == "gsm8k":
+                total += run * (RUNS_PER_OTHER["gsm8k"] + RUNS_PER_OTHER["piqa"])
+            else:
+                total += run * RUNS_PER_OTHER[key]
+        seconds[policy] = total
+        print(f"== {policy}: {total / 3600:.2f} CPU-hours for its share of the grid", flush=True)
+    print(f"== grid: {sum(seconds.values()) / 3600:.1f} CPU-hours", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"measured": measured, "cpu_seconds": seconds}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
