@@ -14,6 +14,7 @@ from gittinseval.protocol import (
     RandomExampleOrder,
     Request,
     check_batch_size,
+    excluding,
     resolve_batch_size,
     validate_scores,
 )
@@ -62,6 +63,7 @@ class GittinsPolicy(Policy):
 
     name = "gittins"
     label = "GittinsEval"
+    concurrent = True
 
     def __init__(
         self,
@@ -125,8 +127,8 @@ class GittinsPolicy(Policy):
         self.completed_index = np.full(n_arms, -np.inf)
         self._stopped = False
 
-    def select(self) -> Request | None:
-        arm = argmax_by_priority(self.open_index, self.priority)
+    def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
+        arm = argmax_by_priority(excluding(self.open_index, busy), self.priority)
         if arm < 0:
             return None
         size = int(self.batch_sizes[self.posterior.n_batches[arm]])
