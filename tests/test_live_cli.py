@@ -53,5 +53,5 @@ def test_mmlu_example_runs_and_resumes_from_its_store(tmp_path):
     second = run_live(compose_live("budget=0.1", *overrides), tmp_path / "second")
     assert second.spent >= 0.1 and len(second.trace["step"]) > len(first.trace["step"])
     np.testing.assert_array_equal(second.trace["arm"][: len(first.trace["arm"])], first.trace["arm"])
-    with pytest.raises(ValueError, match="batch_size: store has 8, given 4"):
+    with pytest.raises(ValueError, match="policy.batch_size: store has 8, given 4"):
         run_live(compose_live("budget=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")

@@ -9,6 +9,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from gittinseval.gittins import GittinsPolicy
 from gittinseval.live.driver import LiveResult, evaluate
 from gittinseval.live.scoring import LiveTask
 
@@ -42,7 +43,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         max_retries=int(cfg.max_retries),
         retry_backoff=float(cfg.retry_backoff),
         progress=bool(cfg.progress),
-        **cfg.policy,
+        policy=GittinsPolicy(**cfg.policy),
     )
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
