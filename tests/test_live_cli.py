@@ -9,26 +9,39 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 
 from gittinseval import GaussianPrior
+from gittinseval.cli import CONFIG_DIR
 from gittinseval.data import load_mmlu
 from gittinseval.live import LiveTask
 from gittinseval.live.app import run_live
-from gittinseval.live_cli import LIVE_CONFIG_DIR
+from gittinseval.live_cli import LIVE_CONFIG_NAME
 
 
 def compose_live(*overrides):
-    with initialize_config_dir(config_dir=str(LIVE_CONFIG_DIR), version_base="1.3"):
-        return compose(config_name="live", overrides=list(overrides))
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides))
 
 
-def test_live_config_groups():
-    assert sorted(p.stem for p in (LIVE_CONFIG_DIR / "task").glob("*.yaml")) == ["mmlu", "openai_chat"]
+def compose_simulation(*overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def test_one_config_root_serves_both_apps():
+    """The live app composes policy, prior, cost and logger from the simulator's groups."""
+    assert sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml")) == ["mmlu", "openai_chat"]
+    assert not (CONFIG_DIR / "live").exists()
     cfg = compose_live()
     assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget > 0
+    assert cfg.policy == compose_simulation().policy and cfg.cost == compose_simulation().cost
+    assert compose_live("policy=ucbe").policy == compose_simulation("policy=ucbe").policy
+    assert compose_live("prior=specific").prior == compose_simulation("prior=specific").prior
+    assert compose_live("cost=unit").cost == compose_simulation("cost=unit").cost
     assert instantiate(cfg.prior) == GaussianPrior(0.5, 0.04, "general")
-    assert instantiate(compose_live("prior=custom", "prior.mean=0.7", "prior.var=0.01").prior).mean == 0.7
+    assert instantiate(compose_live("prior.mean=0.7", "prior.var=0.01").prior).mean == 0.7
     chat = instantiate(compose_live("task=openai_chat").task)
     assert isinstance(chat, LiveTask) and len(chat.arms) == len(chat.costs) == 3 and len(chat.examples) == 20
     assert chat.arms[0] == {"model": "gpt-4o-mini", "temperature": 0.0, "max_tokens": 16}
+    assert chat.tokens_per_example == 44 and chat.binary
     with pytest.raises(ConfigCompositionException, match="budgett"):
         compose_live("budgett=3")
 

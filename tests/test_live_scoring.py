@@ -190,7 +190,7 @@ def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
     """``gittinseval-live task=openai_chat`` end to end, only the base URL overridden."""
     from omegaconf import OmegaConf
 
-    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "live" / "task" / "openai_chat.yaml").score_fn.prices)
+    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
     fake = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, good_model="gpt-4o", prices=prices)
     try:
         command = [
