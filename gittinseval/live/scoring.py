@@ -16,6 +16,7 @@ import numpy as np
 
 from gittinseval.data import Benchmark
 from gittinseval.live.driver import NonRetryableError
+from gittinseval.live.evaluator import TOKENS_PER_MILLION
 
 __all__ = [
     "LiveTask",
@@ -28,8 +29,6 @@ __all__ = [
     "matrix_task",
     "read_jsonl",
 ]
-
-TOKENS_PER_MILLION = 1e6
 
 
 @dataclass
@@ -94,7 +93,10 @@ def matrix_task(
     """
     if not tokens_per_example > 0:
         raise ValueError(f"tokens_per_example must be positive, got {tokens_per_example!r}")
-    costs = None if benchmark.prices is None else benchmark.prices * tokens_per_example / TOKENS_PER_MILLION
+    # Dollars per raw unit, then the product: the evaluator divides by the same
+    # factor, so the policy sees the prices bit for bit (for 1000 tokens).
+    dollars_per_unit = tokens_per_example / TOKENS_PER_MILLION
+    costs = None if benchmark.prices is None else benchmark.prices * dollars_per_unit
     return LiveTask(
         arms=list(benchmark.arm_names),
         examples=list(range(benchmark.n_examples)),
