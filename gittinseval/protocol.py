@@ -198,6 +198,11 @@ class Policy(ABC):
         ``concurrent`` policies; ``None`` may then also mean every candidate is busy).
         """
 
+    @property
+    def cancellable(self) -> bool:
+        """Whether :meth:`cancel` can take a request back (it has an example order or its own ``cancel``)."""
+        return self.order is not None or type(self).cancel is not Policy.cancel
+
     def cancel(self, request: Request) -> None:
         """Take back a selected, unobserved request: afterwards the policy is as if it
         had never selected it.  The default gives the examples back to ``self.order``."""

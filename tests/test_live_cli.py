@@ -1,6 +1,9 @@
 """The gittinseval-live Hydra app: its config composes, the MMLU example runs offline and resumes."""
 
 import json
+import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -68,3 +71,44 @@ def test_mmlu_example_runs_and_resumes_from_its_store(tmp_path):
     np.testing.assert_array_equal(second.trace["arm"][: len(first.trace["arm"])], first.trace["arm"])
     with pytest.raises(ValueError, match="policy.batch_size: store has 8, given 4"):
         run_live(compose_live("budget=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "gittinseval.live_cli",
+        "task=openai_chat",
+        f"task.score_fn.base_url=http://127.0.0.1:{free_port()}/v1",
+        "budget=0.05",
+        "max_retries=1",
+        "retry_backoff=0.01",
+        "progress=false",
+        f"store={tmp_path / 'chat.sqlite'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "no recommendation: nothing was scored; the scoring calls failed" in run.stderr
+    assert "Connection refused" in run.stderr and "recommended " not in run.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["recommended"] is None and summary["failure"].startswith("no recommendation")
+
+
+def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
+    overrides = ["task.latency=0", "progress=false", "budget=0.05", "concurrency=3"]
+    result = run_live(compose_live("policy=ucbe", f"store={tmp_path / 'u.sqlite'}", *overrides), tmp_path / "u")
+    assert result.stop_reason == "budget" and result.recommendation is not None
+    assert json.loads((tmp_path / "u" / "summary.json").read_text())["recommended"] == result.recommendation.arm
+    with pytest.raises(ValueError, match="'pbgi' cannot run a live evaluation"):
+        run_live(compose_live("policy=pbgi", f"store={tmp_path / 'p.sqlite'}", *overrides), tmp_path / "p")
+    with pytest.raises(ValueError, match="prior=specific needs a benchmark's data-specific prior"):
+        run_live(compose_live("task=openai_chat", "prior=specific", f"store={tmp_path / 'c.sqlite'}"), tmp_path / "c")
+    specific = run_live(compose_live("prior=specific", f"store={tmp_path / 's.sqlite'}", *overrides), tmp_path / "s")
+    assert specific.recommendation is not None

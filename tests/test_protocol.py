@@ -108,6 +108,10 @@ def test_cancel_leaves_the_policy_as_if_the_request_was_never_selected(name):
 def test_a_policy_without_an_example_order_cannot_take_a_request_back():
     policy = LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=4))
     policy.reset(problem(), np.random.default_rng(0))
+    assert not policy.cancellable
+    for other in policies().values():
+        other.reset(problem(), np.random.default_rng(0))
+        assert other.cancellable
     with pytest.raises(NotImplementedError, match="'lrf' cannot take back"):
         policy.cancel(policy.select())
 

@@ -385,10 +385,18 @@ class Evaluator:
             return None
         try:
             request_id = self.store.issue(request.arm, request.examples)
-        except BaseException:
-            # Not recorded, so not issued: the policy takes it back.
-            self.policy.cancel(request)
-            raise
+        except BaseException as failure:
+            # Not recorded, so not issued: the policy takes it back, or the store,
+            # which holds everything up to here, is all that may go on.
+            if self.policy.cancellable:
+                self.policy.cancel(request)
+                raise
+            self.close()
+            raise RuntimeError(
+                f"recording a request in {self.store.path} failed ({failure!r}) and policy {self.policy.name!r} "
+                "cannot take back its selection: this evaluator is closed; reopen the store to go on "
+                "(every told score is in it)"
+            ) from failure
         self._outstanding[request.arm] = (request_id, request)
         return request
 
@@ -432,6 +440,8 @@ class Evaluator:
         """Take back an outstanding request that will not be told; the policy may ask
         for its examples again."""
         request_id, issued = self._entry(request)
+        if not self.policy.cancellable:
+            raise ValueError(f"policy {self.policy.name!r} cannot take back a request; tell its scores instead")
         self.store.cancel(request_id)
         self._forget(issued.arm)
         self.policy.cancel(issued)

@@ -228,6 +228,11 @@ class RunStore:
             issued = StoredRequest(request_id, arm, examples)
             timeline.append((issued_seq, StoredEvent("issue", issued)))
             if outcome == "told":
+                missing = [int(e) for e in examples if (arm, int(e)) not in scores]
+                if missing:
+                    raise ValueError(
+                        f"store {self.path}: request {request_id} is told but cells {missing[:5]} are missing"
+                    )
                 values = np.array([scores[arm, int(e)] for e in examples], dtype=np.float64)
                 timeline.append(
                     (closed_seq, StoredEvent("tell", StoredRequest(request_id, arm, examples, values, cost)))
