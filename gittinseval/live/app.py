@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.live.driver import LiveResult, evaluate
 from gittinseval.live.scoring import LiveTask
@@ -19,10 +19,12 @@ log = logging.getLogger(__name__)
 
 
 def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
-    """Instantiate ``cfg.task``, ``cfg.policy``, ``cfg.prior`` and ``cfg.cost``; evaluate to ``cfg.budget``.
+    """Instantiate ``cfg.task``, ``cfg.policy``, ``cfg.prior``, ``cfg.cost`` and ``cfg.logger``;
+    evaluate to ``cfg.budget``.
 
     Resumes from ``cfg.store`` when it exists.  Writes ``summary.json`` and
-    ``status.txt`` (the top arms) to ``output_dir``.
+    ``status.txt`` (the top arms) to ``output_dir``; a W&B logger writes its
+    run there too.
     """
     task = instantiate(cfg.task)
     if not isinstance(task, LiveTask):
@@ -36,6 +38,8 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
             "use prior=general (and prior.mean=..., prior.var=... for your own)"
         )
     store = Path(cfg.store)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
     log.info("%s %s", "resuming from" if store.exists() else "new store", store)
     result = evaluate(
         task.arms,
@@ -54,9 +58,10 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         max_retries=int(cfg.max_retries),
         retry_backoff=float(cfg.retry_backoff),
         progress=bool(cfg.progress),
+        logger=instantiate(cfg.logger),
+        log_config=OmegaConf.to_container(cfg, resolve=True),
+        log_dir=output_dir,
     )
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (output_dir / "status.txt").write_text(result.status.format(top=20) + "\n")

@@ -18,6 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.tracking import start_tracking
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import Policy, Request
 
@@ -118,6 +119,9 @@ async def evaluate_async(
     retry_backoff: float = 1.0,
     progress: bool = True,
     on_tell: Callable[[Request, np.ndarray, float], None] | None = None,
+    logger: Any = None,
+    log_config: dict[str, Any] | None = None,
+    log_dir: str | Path | None = None,
 ) -> LiveResult:
     """Evaluate ``arms`` on ``examples`` with ``policy`` (default GittinsEval) until ``budget`` is spent.
 
@@ -152,6 +156,13 @@ async def evaluate_async(
     nothing was scored, the result has no recommendation (see
     :attr:`LiveResult.failure`).  ``on_tell(request, scores, cost)`` is called
     after each tell.
+
+    Logging: ``logger`` is an object of the ``logger=`` group
+    (:class:`~gittinseval.loggers.WandbLogger`, ``NullLogger`` or ``None``).
+    A W&B run in ``log_dir`` (default: the store's directory, else the current
+    one) gets ``log_config`` as its config and the figures of
+    :mod:`gittinseval.live.tracking` after every tell; a resumed store
+    continues the same W&B run.
     """
     if not (math.isfinite(budget) and budget > 0):
         raise ValueError(f"budget must be positive and finite, got {budget!r}")
@@ -173,6 +184,12 @@ async def evaluate_async(
         seed=seed,
         dataset=dataset_digest(examples),
     )
+    try:
+        default_dir = Path.cwd() if evaluator.store.path is None else evaluator.store.path.parent
+        tracker = start_tracking(logger, evaluator, log_config, default_dir if log_dir is None else log_dir)
+    except BaseException:
+        evaluator.close()
+        raise
     call = _Caller(score_fn, arms, examples, concurrency, max_retries, retry_backoff)
     in_flight: dict[asyncio.Future, Request] = {}
     halted: str | None = None
@@ -203,6 +220,7 @@ async def evaluate_async(
             log.error("arm %d: %r; stopping with everything told so far kept", request.arm, failure)
             halted, error = "error", error or failure
             return
+        tracker.log(evaluator)
         if on_tell is not None:
             on_tell(request, np.asarray(scores, dtype=np.float64), charged)
         if not progress:
@@ -239,7 +257,7 @@ async def evaluate_async(
         call.shutdown()
         evaluator.close()
     # The evaluator's in-memory state outlives its store connection.
-    return LiveResult(
+    result = LiveResult(
         recommendation=evaluator.recommend(),
         spent=evaluator.spent,
         budget=float(budget),
@@ -250,6 +268,8 @@ async def evaluate_async(
         store=evaluator.store.path,
         error=error,
     )
+    tracker.finish(result.summary())
+    return result
 
 
 class _Caller:
