@@ -194,11 +194,12 @@ async def evaluate_async(
     in_flight: dict[asyncio.Future, Request] = {}
     halted: str | None = None
     error: BaseException | None = None
+    currency = "" if evaluator.cost_unit == "unit" else "$"
     bar = tqdm(
         total=budget,
         initial=min(evaluator.spent, budget),
         disable=not progress,
-        bar_format="{l_bar}{bar}| ${n:.4g}/${total:.4g} [{elapsed}<{remaining}{postfix}]",
+        bar_format="{l_bar}{bar}| " + currency + "{n:.4g}/" + currency + "{total:.4g} [{elapsed}<{remaining}{postfix}]",
         desc="gittinseval-live",
     )
 
