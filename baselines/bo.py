@@ -138,6 +138,10 @@ class ConfigurationBOPolicy(Policy):
     name = "bo"
     label = "BO"
     uses_prior = False
+    live_limitation = (
+        "configuration-level BO evaluates whole configurations (every example of an arm in one request) "
+        "over a GP on configuration features; a live run asks for batches of examples"
+    )
 
     def __init__(self, lam: float = 1e-4, init_fraction: float = 0.05, noise_var: float = 1e-6) -> None:
         for key, value in (("lam", lam), ("noise_var", noise_var)):

@@ -76,6 +76,7 @@ class PromptEvalPolicy(Policy):
     name = "prompteval"
     label = "PromptEval"
     uses_prior = False
+    requires_binary = True
 
     def __init__(self, batch_size: int = 1, max_phases: int = 5, inverse_regularization: float = 100.0) -> None:
         if isinstance(max_phases, bool) or int(max_phases) != max_phases or max_phases < 1:
@@ -127,6 +128,9 @@ class PromptEvalPolicy(Policy):
         size = min(self.batch_size, int(self.phase_budgets[self.phase] - self.phase_spent), unseen.size)
         chosen = np.lexsort((self.example_rank[unseen], self.coverage[unseen]))[:size]
         return Request(arm, unseen[chosen])
+
+    def cancel(self, request: Request) -> None:
+        """Nothing to undo: :meth:`select` changes no state."""
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
         scores = validate_scores(request, scores)

@@ -142,6 +142,9 @@ class SySRsPolicy(Policy):
         size = min(self.resolved_batch_size, end - self.position)
         return Request(self.pending[-1], self.shared_order[self.position : self.position + size])
 
+    def cancel(self, request: Request) -> None:
+        """Nothing to undo: :meth:`select` changes no state."""
+
     def observe(self, request: Request, scores: np.ndarray) -> None:
         self.stats.update(request.arm, validate_scores(request, scores))
         self.position += request.size

@@ -15,6 +15,7 @@ from gittinseval.protocol import (
     RandomExampleOrder,
     Request,
     check_batch_size,
+    excluding,
     resolve_batch_size,
     validate_scores,
 )
@@ -44,6 +45,7 @@ class UCBEPolicy(Policy):
     name = "ucbe"
     label = "UCB-E"
     uses_prior = False
+    concurrent = True
 
     def __init__(self, batch_size: int | None = None, a: float = 1.0) -> None:
         if not (math.isfinite(a) and a >= 0):
@@ -63,8 +65,8 @@ class UCBEPolicy(Policy):
         self.index = np.full(problem.n_arms, np.inf)
         self.all_arms = np.ones(problem.n_arms, dtype=bool)
 
-    def select(self) -> Request | None:
-        arm = argmax_by_priority(self.index, self.priority)
+    def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
+        arm = argmax_by_priority(excluding(self.index, busy), self.priority)
         if arm < 0:
             return None
         return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))

@@ -34,6 +34,7 @@ class UniformPolicy(Policy):
     name = "uniform"
     label = "Uniform"
     uses_prior = False
+    concurrent = True
 
     def __init__(self, batch_size: int | None = None) -> None:
         self.batch_size = None if batch_size is None else check_batch_size(batch_size)
@@ -50,14 +51,18 @@ class UniformPolicy(Policy):
         self.stats = RunningMeans(problem.n_arms)
         self.all_arms = np.ones(problem.n_arms, dtype=bool)
 
-    def select(self) -> Request | None:
+    def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
         n_arms = self.cycle.size
         for _ in range(n_arms):
             arm = int(self.cycle[self.position])
             self.position = (self.position + 1) % n_arms
-            if self.order.remaining(arm):
+            if self.order.remaining(arm) and arm not in busy:
                 return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))
         return None
+
+    def cancel(self, request: Request) -> None:
+        super().cancel(request)
+        self.position = int(np.flatnonzero(self.cycle == request.arm)[0])
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
         self.stats.update(request.arm, validate_scores(request, scores))

@@ -16,6 +16,7 @@ from gittinseval.protocol import (
     RandomExampleOrder,
     Request,
     check_batch_size,
+    excluding,
     resolve_batch_size,
     validate_scores,
 )
@@ -81,6 +82,7 @@ class GittinsPolicy(Policy):
 
     name = "gittins"
     label = "GittinsEval"
+    concurrent = True
 
     def __init__(
         self,
@@ -193,8 +195,8 @@ class GittinsPolicy(Policy):
         post.set_prior(self.prior_mean, self.prior_var)
         self._refresh_all_arms()
 
-    def select(self) -> Request | None:
-        arm = argmax_by_priority(self.open_index, self.priority)
+    def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
+        arm = argmax_by_priority(excluding(self.open_index, busy), self.priority)
         if arm < 0:
             return None
         size = int(self.batch_sizes[self.posterior.n_batches[arm]])

@@ -93,21 +93,21 @@ class WandbLogger:
             **kwargs,
         )
 
-    def log_run(self, result, config, directory, name=None, group=None) -> None:
-        directory = Path(directory)
-        kwargs = {
-            "name": name,
-            "group": self.group or group,
-            "job_type": result.summary.get("label"),
-            "config": config,
-        }
+    def start_run(self, directory: Path, **kwargs: Any):
+        """A W&B run in ``directory`` (``kwargs`` go to ``wandb.init``), offline if the server is unreachable."""
         try:
-            run = self._init(self.mode, directory, **kwargs)
+            return self._init(self.mode, directory, **kwargs)
         except Exception as error:  # noqa: BLE001 - any failure to reach W&B
             if self.mode == "offline":
                 raise
             log.warning("W&B %s run could not start (%s); logging offline instead", self.mode, error)
-            run = self._init("offline", directory, **kwargs)
+            return self._init("offline", directory, **kwargs)
+
+    def log_run(self, result, config, directory, name=None, group=None) -> None:
+        directory = Path(directory)
+        run = self.start_run(
+            directory, name=name, group=self.group or group, job_type=result.summary.get("label"), config=config
+        )
         run.define_metric("cost_pct")
         for metric in ("regret", "recommended", "arm"):
             run.define_metric(metric, step_metric="cost_pct")

@@ -26,7 +26,7 @@ class GaussianPrior:
         if not (math.isfinite(self.var) and self.var > 0):
             raise ValueError(f"prior variance must be positive and finite, got {self.var!r}")
 
-    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
+    def resolve(self, benchmark: Benchmark | None) -> GaussianPrior:
         return self
 
 
@@ -34,20 +34,23 @@ class GaussianPrior:
 class BenchmarkPrior:
     """The benchmark's data-specific prior (paper Table "prior settings").
 
-    ``mean`` or ``var``, when given, override the benchmark's value.
+    ``mean`` or ``var``, when given, override the benchmark's value; with no
+    benchmark (a live task that replays none) both must be given.
     """
 
     mean: float | None = None
     var: float | None = None
     name: str = "specific"
 
-    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
-        if benchmark.specific_prior is None and (self.mean is None or self.var is None):
+    def resolve(self, benchmark: Benchmark | None) -> GaussianPrior:
+        specific = None if benchmark is None else benchmark.specific_prior
+        if specific is None and (self.mean is None or self.var is None):
+            source = "no benchmark is replayed" if benchmark is None else f"benchmark {benchmark.name!r}"
             raise ValueError(
-                f"benchmark {benchmark.name!r} has no data-specific prior; set prior.mean and "
+                f"prior={self.name} needs a data-specific prior and {source} has none; set prior.mean and "
                 "prior.var, or use prior=general"
             )
-        default_mean, default_var = benchmark.specific_prior or (self.mean, self.var)
+        default_mean, default_var = specific or (self.mean, self.var)
         return GaussianPrior(
             mean=default_mean if self.mean is None else self.mean,
             var=default_var if self.var is None else self.var,
@@ -72,5 +75,5 @@ class EmpiricalPrior:
     estimator: EmpiricalPriorEstimator = field(default_factory=EmpiricalPriorEstimator)
     name: str = "empirical"
 
-    def resolve(self, benchmark: Benchmark) -> GaussianPrior:
+    def resolve(self, benchmark: Benchmark | None) -> GaussianPrior:
         return GaussianPrior(mean=self.mean, var=self.var, name=self.name)

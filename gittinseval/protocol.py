@@ -15,6 +15,16 @@ live evaluator, is
 
 Bandit policies pull a few examples of one arm per request; configuration-level
 policies request every example of an arm at once.  Both are a :class:`Request`.
+
+Requests in flight.  A live driver may select again before earlier requests are
+observed.  It then calls ``select(busy)`` with the arms that have a request in
+flight, and the policy must not choose one of them; a request the driver will
+not complete goes back with ``cancel(request)``, after which the policy is as
+if it had never selected it.  Only policies that declare ``concurrent = True``
+are asked with a non-empty ``busy``; the others are driven one request at a
+time, so ``select()`` without arguments is all they implement.  The simulator
+always calls ``select()``.  Policies that cannot run on live scores at all say
+why in ``live_limitation`` (see :func:`check_live_support`).
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,6 +43,8 @@ __all__ = [
     "RandomExampleOrder",
     "Request",
     "check_batch_size",
+    "check_live_support",
+    "excluding",
     "resolve_batch_size",
     "validate_scores",
 ]
@@ -154,23 +166,54 @@ class Policy(ABC):
 
     Subclasses set the class attributes ``name`` (the ``policy=`` config name),
     ``label`` (its name in figures) and, if they ignore the prior,
-    ``uses_prior = False``; they take their hyperparameters in ``__init__`` and
-    keep all run state in attributes created by :meth:`reset`.
+    ``uses_prior = False``; they take their hyperparameters in
+    ``__init__`` and keep all run state in attributes created by :meth:`reset`.
+
+    Capabilities (class attributes, read by live drivers):
+
+    - ``concurrent``: ``select(busy)`` never returns an arm in ``busy``, so a
+      driver may keep one request per arm in flight.  ``False``: the driver keeps
+      at most one request in flight.
+    - ``live_limitation``: why the policy cannot evaluate live, or ``None``.
+    - ``requires_binary``: the policy models 0/1 scores only.
+
+    A policy that draws its examples from a :class:`RandomExampleOrder` keeps it
+    in ``self.order``; :meth:`cancel` then needs no code of its own.
     """
 
     name: str = "policy"
     label: str = "Policy"
-    uses_prior: bool = True
+    uses_prior: ClassVar[bool] = True
     """Whether the policy reads ``prior_mean``/``prior_var``; a run of one that does
     not never asks the benchmark for a data-specific prior."""
+    concurrent: ClassVar[bool] = False
+    live_limitation: ClassVar[str | None] = None
+    requires_binary: ClassVar[bool] = False
+    order: RandomExampleOrder | None = None
 
     @abstractmethod
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         """Start a new run on ``problem``; all randomness comes from ``rng``."""
 
     @abstractmethod
-    def select(self) -> Request | None:
-        """Next request, or ``None`` when the policy has nothing more to evaluate."""
+    def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
+        """Next request, or ``None`` when the policy has nothing more to evaluate.
+
+        ``busy``: arms with a request in flight, never chosen (non-empty only for
+        ``concurrent`` policies; ``None`` may then also mean every candidate is busy).
+        """
+
+    @property
+    def cancellable(self) -> bool:
+        """Whether :meth:`cancel` can take a request back (it has an example order or its own ``cancel``)."""
+        return self.order is not None or type(self).cancel is not Policy.cancel
+
+    def cancel(self, request: Request) -> None:
+        """Take back a selected, unobserved request: afterwards the policy is as if it
+        had never selected it.  The default gives the examples back to ``self.order``."""
+        if self.order is None:
+            raise NotImplementedError(f"policy {self.name!r} cannot take back a request it selected")
+        self.order.give_back(request.arm, request.examples)
 
     @abstractmethod
     def observe(self, request: Request, scores: np.ndarray) -> None:
@@ -198,6 +241,26 @@ class Policy(ABC):
         return {}
 
 
+def excluding(values: np.ndarray, busy: frozenset[int]) -> np.ndarray:
+    """``[K]`` ``values`` with the ``busy`` arms set to ``-inf`` (a copy only if any is busy)."""
+    if not busy:
+        return values
+    values = values.copy()
+    values[list(busy)] = -np.inf
+    return values
+
+
+def check_live_support(policy: Policy, problem: EvaluationProblem) -> None:
+    """Raise a ``ValueError`` naming the reason if ``policy`` cannot evaluate ``problem`` live."""
+    if policy.live_limitation is not None:
+        raise ValueError(f"policy {policy.name!r} cannot run a live evaluation: {policy.live_limitation}")
+    if policy.requires_binary and not problem.binary:
+        raise ValueError(
+            f"policy {policy.name!r} needs binary (0/1) scores, and this live task does not declare them; "
+            "declare binary=True (LiveTask.binary) if score_fn returns only 0 and 1, or choose another policy"
+        )
+
+
 class RandomExampleOrder:
     """Independent uniformly random order of the ``N`` examples for each arm.
 
@@ -219,3 +282,10 @@ class RandomExampleOrder:
             raise ValueError(f"arm {arm} has {self.remaining(arm)} unseen examples, {size} requested")
         self.n_taken[arm] = start + size
         return self.order[arm, start : start + size]
+
+    def give_back(self, arm: int, examples: np.ndarray) -> None:
+        """Undo the latest ``take(arm, len(examples))``, which must have returned ``examples``."""
+        start = int(self.n_taken[arm]) - len(examples)
+        if start < 0 or not np.array_equal(self.order[arm, start : int(self.n_taken[arm])], examples):
+            raise ValueError(f"arm {arm}: examples {np.asarray(examples)[:5].tolist()} are not its latest batch")
+        self.n_taken[arm] = start

@@ -139,7 +139,7 @@ def test_unknown_subject_is_an_error():
 
 def test_specific_prior_needs_a_benchmark_prior(matrix_path):
     cfg = compose_config("benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}", "prior=specific")
-    with pytest.raises(ValueError, match="has no data-specific prior; set prior.mean and prior.var"):
+    with pytest.raises(ValueError, match="benchmark .* has none; set prior.mean and prior.var"):
         instantiate(cfg.prior).resolve(instantiate(cfg.benchmark))
 
 
@@ -257,7 +257,7 @@ def test_prior_free_policies_run_on_a_benchmark_without_a_specific_prior(policy,
 def test_a_policy_that_uses_the_prior_still_needs_one(matrix_path, tmp_path):
     cfg = compose_config("policy=gittins", "benchmark=matrix", f"benchmark.path={matrix_path / 'scores.npy'}",
                          "cost=unit", "logger=none")
-    with pytest.raises(ValueError, match="has no data-specific prior"):
+    with pytest.raises(ValueError, match="has none; set prior.mean"):
         run_experiment(cfg, tmp_path / "run")
 
 

@@ -1,6 +1,9 @@
 """The gittinseval-live Hydra app: its config composes, the MMLU example runs offline and resumes."""
 
 import json
+import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -9,26 +12,39 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 
 from gittinseval import GaussianPrior
+from gittinseval.cli import CONFIG_DIR
 from gittinseval.data import load_mmlu
 from gittinseval.live import LiveTask
 from gittinseval.live.app import run_live
-from gittinseval.live_cli import LIVE_CONFIG_DIR
+from gittinseval.live_cli import LIVE_CONFIG_NAME
 
 
 def compose_live(*overrides):
-    with initialize_config_dir(config_dir=str(LIVE_CONFIG_DIR), version_base="1.3"):
-        return compose(config_name="live", overrides=list(overrides))
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides))
 
 
-def test_live_config_groups():
-    assert sorted(p.stem for p in (LIVE_CONFIG_DIR / "task").glob("*.yaml")) == ["mmlu", "openai_chat"]
+def compose_simulation(*overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def test_one_config_root_serves_both_apps():
+    """The live app composes policy, prior, cost and logger from the simulator's groups."""
+    assert sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml")) == ["mmlu", "openai_chat"]
+    assert not (CONFIG_DIR / "live").exists()
     cfg = compose_live()
     assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget > 0
+    assert cfg.policy == compose_simulation().policy and cfg.cost == compose_simulation().cost
+    assert compose_live("policy=ucbe").policy == compose_simulation("policy=ucbe").policy
+    assert compose_live("prior=specific").prior == compose_simulation("prior=specific").prior
+    assert compose_live("cost=unit").cost == compose_simulation("cost=unit").cost
     assert instantiate(cfg.prior) == GaussianPrior(0.5, 0.04, "general")
-    assert instantiate(compose_live("prior=custom", "prior.mean=0.7", "prior.var=0.01").prior).mean == 0.7
+    assert instantiate(compose_live("prior.mean=0.7", "prior.var=0.01").prior).mean == 0.7
     chat = instantiate(compose_live("task=openai_chat").task)
     assert isinstance(chat, LiveTask) and len(chat.arms) == len(chat.costs) == 3 and len(chat.examples) == 20
     assert chat.arms[0] == {"model": "gpt-4o-mini", "temperature": 0.0, "max_tokens": 16}
+    assert chat.tokens_per_example == 44 and chat.binary
     with pytest.raises(ConfigCompositionException, match="budgett"):
         compose_live("budgett=3")
 
@@ -53,5 +69,46 @@ def test_mmlu_example_runs_and_resumes_from_its_store(tmp_path):
     second = run_live(compose_live("budget=0.1", *overrides), tmp_path / "second")
     assert second.spent >= 0.1 and len(second.trace["step"]) > len(first.trace["step"])
     np.testing.assert_array_equal(second.trace["arm"][: len(first.trace["arm"])], first.trace["arm"])
-    with pytest.raises(ValueError, match="batch_size: store has 8, given 4"):
+    with pytest.raises(ValueError, match="policy.batch_size: store has 8, given 4"):
         run_live(compose_live("budget=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "gittinseval.live_cli",
+        "task=openai_chat",
+        f"task.score_fn.base_url=http://127.0.0.1:{free_port()}/v1",
+        "budget=0.05",
+        "max_retries=1",
+        "retry_backoff=0.01",
+        "progress=false",
+        f"store={tmp_path / 'chat.sqlite'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "no recommendation: nothing was scored; the scoring calls failed" in run.stderr
+    assert "Connection refused" in run.stderr and "recommended " not in run.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["recommended"] is None and summary["failure"].startswith("no recommendation")
+
+
+def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
+    overrides = ["task.latency=0", "progress=false", "budget=0.05", "concurrency=3"]
+    result = run_live(compose_live("policy=ucbe", f"store={tmp_path / 'u.sqlite'}", *overrides), tmp_path / "u")
+    assert result.stop_reason == "budget" and result.recommendation is not None
+    assert json.loads((tmp_path / "u" / "summary.json").read_text())["recommended"] == result.recommendation.arm
+    with pytest.raises(ValueError, match="'pbgi' cannot run a live evaluation"):
+        run_live(compose_live("policy=pbgi", f"store={tmp_path / 'p.sqlite'}", *overrides), tmp_path / "p")
+    with pytest.raises(ValueError, match="prior=specific needs a data-specific prior and no benchmark is replayed"):
+        run_live(compose_live("task=openai_chat", "prior=specific", f"store={tmp_path / 'c.sqlite'}"), tmp_path / "c")
+    specific = run_live(compose_live("prior=specific", f"store={tmp_path / 's.sqlite'}", *overrides), tmp_path / "s")
+    assert specific.recommendation is not None

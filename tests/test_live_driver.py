@@ -23,8 +23,16 @@ def bench():
     return binary_benchmark(K, N, seed=2)
 
 
-def options(bench, **extra):
-    return {"costs": bench.prices, "batch_size": B, "lam": 1e-3, "progress": False, "retry_backoff": 0.001, **extra}
+def options(bench, lam=1e-3, **extra):
+    """Costs in the policy's unit (1e6 tokens per example) and a fresh GittinsEval."""
+    return {
+        "costs": bench.prices,
+        "tokens_per_example": 1e6,
+        "policy": GittinsPolicy(B, lam),
+        "progress": False,
+        "retry_backoff": 0.001,
+        **extra,
+    }
 
 
 def stored_cells(path):
@@ -49,7 +57,7 @@ def test_concurrency_8_spends_at_most_one_batch_per_worker_over_budget(bench, tm
     )
     assert result.stop_reason == "budget"
     with sqlite3.connect(tmp_path / "run.sqlite") as db:
-        batch_costs = np.array([c for (c,) in db.execute("SELECT cost FROM requests WHERE told_seq IS NOT NULL")])
+        batch_costs = np.array([c for (c,) in db.execute("SELECT cost FROM requests WHERE outcome = 'told'")])
     assert result.spent == pytest.approx(batch_costs.sum())
     assert budget <= result.spent <= budget + 8 * batch_costs.max()
     # Several requests were really in flight at once (the bound is not vacuous).
@@ -121,7 +129,7 @@ def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_pa
     assert len(attempts) == 10 + 4  # ten good calls, then one call tried 1 + max_retries times
     assert len(stored_cells(store)) == 10 * B == int(result.status.n_seen.sum())
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT COUNT(*) FROM requests WHERE told_seq IS NULL").fetchone()[0] == 1
+        assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 1
     # Resuming re-issues the failed request first, and goes on.
     resumed = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, store=store, **options(bench))
     assert resumed.stop_reason == "exhausted" and len(stored_cells(store)) == K * N
@@ -181,6 +189,7 @@ def test_ctrl_c_stops_cleanly_after_telling_the_requests_in_flight(tmp_path):
         f"""
         import sys, time
         import numpy as np
+        from gittinseval import GittinsPolicy
         from gittinseval.live import evaluate
         scores = (np.random.default_rng(0).uniform(size=(20, 400)) < 0.5).astype(float)
         def slow(arm, examples):
@@ -189,7 +198,7 @@ def test_ctrl_c_stops_cleanly_after_telling_the_requests_in_flight(tmp_path):
         def told(request, values, cost):
             print("told", flush=True)
         result = evaluate(range(20), range(400), slow, 1e9, concurrency=4, store={str(store)!r},
-                          batch_size=4, progress=False, on_tell=told)
+                          costs="unit", policy=GittinsPolicy(4), progress=False, on_tell=told)
         print("reason", result.stop_reason, int(result.status.n_seen.sum()), flush=True)
         """
     )
@@ -201,5 +210,5 @@ def test_ctrl_c_stops_cleanly_after_telling_the_requests_in_flight(tmp_path):
     assert process.wait(timeout=60) == 0
     assert lines[-3] == "reason" and lines[-2] == "interrupted"
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT COUNT(*) FROM requests WHERE told_seq IS NULL").fetchone()[0] == 0
+        assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 0
         assert db.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == int(lines[-1])

@@ -18,9 +18,19 @@ def bench():
     return binary_benchmark(K, N, seed=1)
 
 
-def make(bench, store=None, **options):
-    settings = {"batch_size": B, "lam": 1e-3, "seed": 5, **options}
-    return Evaluator(range(K), N, bench.prices, GaussianPrior(0.5, 0.04), store=store, **settings)
+def make(bench, store=None, lam=1e-3, kappa=1.0, seed=5, **options):
+    """An evaluator whose costs are in the policy's unit already (1e6 tokens per example)."""
+    return Evaluator(
+        range(K),
+        N,
+        bench.prices,
+        GaussianPrior(0.5, 0.04),
+        policy=GittinsPolicy(B, lam, kappa),
+        tokens_per_example=1e6,
+        store=store,
+        seed=seed,
+        **options,
+    )
 
 
 def run_to(evaluator, bench, n_requests):
@@ -47,8 +57,8 @@ def test_live_run_at_concurrency_one_is_the_simulators_run(bench, seed):
         budget_fraction * N * bench.prices.sum(),
         costs=bench.prices,
         prior=GaussianPrior(0.5, 0.04),
-        batch_size=B,
-        lam=1e-3,
+        policy=GittinsPolicy(B, 1e-3),
+        tokens_per_example=1e6,
         seed=seed,
         concurrency=1,
         progress=False,
@@ -187,7 +197,8 @@ def test_reopened_store_continues_exactly_like_an_uninterrupted_run(bench, tmp_p
 
     second = Evaluator.from_store(tmp_path / "run.sqlite")
     assert second.spent == state[0] and second.stop_signal == state[2]
-    for name in ("n_seen", "mean", "variance", "index", "lcb"):
+    np.testing.assert_array_equal(second.policy.index, first.policy.index)
+    for name in ("n_seen", "mean", "variance", "lcb"):
         np.testing.assert_array_equal(getattr(second.status(), name), getattr(state[1], name))
     np.testing.assert_array_equal(second.policy.order.n_taken, state[3])
     reissued = second.ask()
@@ -201,7 +212,7 @@ def test_reopened_store_continues_exactly_like_an_uninterrupted_run(bench, tmp_p
     with sqlite3.connect(tmp_path / "run.sqlite") as db:
         cells = db.execute("SELECT arm, example, score FROM cells").fetchall()
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("SELECT COUNT(*) FROM requests WHERE told_seq IS NULL").fetchone()[0] == 0
+        assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 0
     assert len(cells) == int(uninterrupted.status().n_seen.sum())
     assert all(bench.scores[arm, example] == score for arm, example, score in cells)
 
@@ -209,25 +220,22 @@ def test_reopened_store_continues_exactly_like_an_uninterrupted_run(bench, tmp_p
 def test_store_with_other_arms_or_settings_is_refused_with_the_differences(bench, tmp_path):
     path = tmp_path / "run.sqlite"
     make(bench, store=path).close()
-    with pytest.raises(ValueError, match=r"lam: store has 0\.001, given 0\.01") as info:
+    with pytest.raises(ValueError, match=r"policy\.lam: store has 0\.001, given 0\.01") as info:
         make(bench, store=path, lam=1e-2, seed=6)
     assert "seed: store has 5, given 6" in str(info.value)
+    same = {"policy": GittinsPolicy(B, 1e-3), "tokens_per_example": 1e6, "store": path, "seed": 5}
     with pytest.raises(ValueError, match="arm 3: store has '3', given 'x'"):
-        Evaluator(
-            [*map(str, range(3)), "x", *map(str, range(4, K))],
-            N,
-            bench.prices,
-            store=path,
-            batch_size=B,
-            lam=1e-3,
-            seed=5,
-        )
+        Evaluator([*map(str, range(3)), "x", *map(str, range(4, K))], N, bench.prices, **same)
     other_costs = bench.prices.copy()
     other_costs[2] *= 2
     with pytest.raises(ValueError, match="cost of arm 2"):
-        Evaluator(range(K), N, other_costs, store=path, batch_size=B, lam=1e-3, seed=5)
+        Evaluator(range(K), N, other_costs, **same)
     with pytest.raises(ValueError, match="n_examples: store has 40, given 41"):
-        Evaluator(range(K), N + 1, bench.prices, store=path, batch_size=B, lam=1e-3, seed=5)
+        Evaluator(range(K), N + 1, bench.prices, **same)
+    from baselines.ucbe import UCBEPolicy
+
+    with pytest.raises(ValueError, match="policy: store has 'gittinseval.gittins.GittinsPolicy', given 'baselines"):
+        Evaluator(range(K), N, bench.prices, **{**same, "policy": UCBEPolicy(B)})
     # A refused open leaves the store usable.
     assert Evaluator.from_store(path).spent == 0
 
@@ -247,7 +255,7 @@ def test_every_untold_request_is_reissued_oldest_first(bench, tmp_path):
     fresh = second.ask()
     assert fresh.arm not in {pending[0].arm, pending[2].arm}
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT COUNT(*) FROM requests WHERE told_seq IS NULL").fetchone()[0] == 3
+        assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 3
     second.close()
 
 

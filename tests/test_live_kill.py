@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from gittinseval import GittinsPolicy
 from gittinseval.live import MatrixScorer, evaluate
 
 K, N, B, SEED = 10, 60, 4, 3
@@ -19,6 +20,7 @@ RUN_SCRIPT = textwrap.dedent(
     """
     import json, sys
     import numpy as np
+    from gittinseval import GittinsPolicy
     from gittinseval.live import MatrixScorer, evaluate
 
     K, N, B, SEED = {K}, {N}, {B}, {SEED}
@@ -29,7 +31,7 @@ RUN_SCRIPT = textwrap.dedent(
         print(json.dumps([int(request.arm), request.examples.tolist(), values.tolist()]), flush=True)
 
     result = evaluate(range(K), range(N), MatrixScorer(scores, latency=0.002), budget_fraction * N * costs.sum(),
-                      costs=costs, batch_size=B, lam=1e-3, seed=SEED, store=sys.argv[3], progress=False,
+                      costs=costs, policy=GittinsPolicy(B, 1e-3), seed=SEED, store=sys.argv[3], progress=False,
                       concurrency=concurrency, on_tell=told)
     print(json.dumps(["done", result.stop_reason, result.recommendation.arm]), flush=True)
     """
@@ -43,7 +45,7 @@ def told_cells(lines):
 def read_store(path):
     with sqlite3.connect(path) as db:
         cells = db.execute("SELECT arm, example, score FROM cells").fetchall()
-        arms = [a for (a,) in db.execute("SELECT arm FROM requests WHERE told_seq IS NOT NULL ORDER BY told_seq")]
+        arms = [a for (a,) in db.execute("SELECT arm FROM requests WHERE outcome = 'told' ORDER BY closed_seq")]
     return cells, arms
 
 
@@ -80,7 +82,7 @@ def test_sigkill_mid_run_then_resume(tmp_path, concurrency, budget_fraction):
 
     at_kill, _ = read_store(store)
     with sqlite3.connect(store) as db:
-        untold_at_kill = db.execute("SELECT COUNT(*) FROM requests WHERE told_seq IS NULL").fetchone()[0]
+        untold_at_kill = db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0]
     # Every told cell is in the store, with its score; the run may have told more
     # after the last line we read.
     assert set(told_cells(before)) <= set(at_kill)
@@ -103,8 +105,7 @@ def test_sigkill_mid_run_then_resume(tmp_path, concurrency, budget_fraction):
         MatrixScorer(scores),
         budget_fraction * N * costs.sum(),
         costs=costs,
-        batch_size=B,
-        lam=1e-3,
+        policy=GittinsPolicy(B, 1e-3),
         seed=SEED,
         store=tmp_path / "whole.sqlite",
         progress=False,

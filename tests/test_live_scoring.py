@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
+from gittinseval import GittinsPolicy
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.data import Benchmark
 from gittinseval.live import MatrixScorer, NonRetryableError, OpenAIChatScorer, evaluate, matrix_task
@@ -142,7 +143,7 @@ def test_live_run_against_the_chat_endpoint_pays_what_the_usage_says(server, exa
         OpenAIChatScorer(server.base_url, PRICES, timeout=5),
         budget=1.0,
         costs=costs,
-        batch_size=4,
+        policy=GittinsPolicy(4),
         concurrency=2,
         retry_backoff=0.001,
         progress=False,
@@ -189,7 +190,7 @@ def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
     """``gittinseval-live task=openai_chat`` end to end, only the base URL overridden."""
     from omegaconf import OmegaConf
 
-    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "live" / "task" / "openai_chat.yaml").score_fn.prices)
+    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
     fake = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, good_model="gpt-4o", prices=prices)
     try:
         command = [

@@ -1,4 +1,4 @@
-"""Live evaluation: GittinsEval on real scoring calls, with a dollar budget and a crash-safe store.
+"""Live evaluation: any policy on real scoring calls, with a dollar budget and a crash-safe store.
 
 - :class:`Evaluator`: ask/tell over live scores, recorded in SQLite.
 - :func:`evaluate` / :func:`evaluate_async`: drive a scoring function concurrently
@@ -9,8 +9,8 @@
 
 from gittinseval.live.driver import LiveResult, NonRetryableError, dataset_digest, evaluate, evaluate_async
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation, arm_name
-from gittinseval.live.scoring import LiveTask, MatrixScorer, OpenAIChatScorer, matrix_task
-from gittinseval.live.store import RunStore
+from gittinseval.live.scoring import LiveTask, MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
+from gittinseval.live.store import RunStore, StoreLockedError
 
 __all__ = [
     "ArmStatus",
@@ -22,7 +22,9 @@ __all__ = [
     "OpenAIChatScorer",
     "Recommendation",
     "RunStore",
+    "StoreLockedError",
     "arm_name",
+    "chat_task",
     "dataset_digest",
     "evaluate",
     "evaluate_async",

@@ -18,8 +18,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.tracking import start_tracking
 from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import Request
+from gittinseval.protocol import Policy, Request
 
 __all__ = ["LiveResult", "NonRetryableError", "dataset_digest", "evaluate", "evaluate_async"]
 
@@ -38,13 +39,15 @@ class LiveResult:
     """End of a live run.
 
     ``stop_reason`` is ``"budget"``, ``"stop_signal"`` (with ``stop_at_signal``),
-    ``"exhausted"`` (every example of every arm told), ``"interrupted"`` (Ctrl-C)
-    or ``"error"`` (``score_fn`` failed after its retries, or returned invalid
-    scores; the exception is in ``error``).  ``spent`` counts every told request
-    in the store, including those of earlier sessions.
+    ``"exhausted"`` (the policy has nothing more to ask: every example told, or
+    its schedule done), ``"interrupted"`` (Ctrl-C) or ``"error"`` (``score_fn``
+    failed after its retries, or returned invalid scores or no cost; the
+    exception is in ``error``).  ``spent`` counts every told request in the
+    store, including those of earlier sessions.  ``recommendation`` is ``None``
+    when nothing was scored; :attr:`failure` then says why.
     """
 
-    recommendation: Recommendation
+    recommendation: Recommendation | None
     spent: float
     budget: float
     stop_reason: str
@@ -53,15 +56,27 @@ class LiveResult:
     status: ArmStatus = field(repr=False)
     store: Path | None = None
     error: BaseException | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    """The policy's own facts about the run (:meth:`Policy.diagnostics`), e.g. EB's prior."""
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run has no recommendation (nothing was scored), else ``None``."""
+        if self.recommendation is not None:
+            return None
+        cause = (
+            f"the scoring calls failed: {self.error!r}" if self.error is not None else f"stopped ({self.stop_reason})"
+        )
+        return f"no recommendation: nothing was scored; {cause}"
 
     def summary(self) -> dict[str, Any]:
         rec = self.recommendation
         return {
-            "recommended": rec.arm,
-            "recommended_name": rec.name,
-            "recommended_mean": rec.mean,
-            "recommended_sd": math.sqrt(rec.variance),
-            "recommended_lcb": rec.lcb,
+            "recommended": None if rec is None else rec.arm,
+            "recommended_name": None if rec is None else rec.name,
+            "recommended_mean": None if rec is None else rec.mean,
+            "recommended_sd": None if rec is None else math.sqrt(rec.variance),
+            "recommended_lcb": None if rec is None else rec.lcb,
             "spent": self.spent,
             "budget": self.budget,
             "stop_reason": self.stop_reason,
@@ -70,6 +85,8 @@ class LiveResult:
             "n_cells": int(self.status.n_seen.sum()),
             "store": None if self.store is None else str(self.store),
             "error": None if self.error is None else repr(self.error),
+            "failure": self.failure,
+            "diagnostics": self.diagnostics,
         }
 
 
@@ -92,30 +109,35 @@ async def evaluate_async(
     score_fn: ScoreFn,
     budget: float,
     *,
-    costs: Sequence[float] | np.ndarray | None = None,
+    costs: Sequence[float] | np.ndarray | str | None = None,
+    policy: Policy | None = None,
     prior: GaussianPrior | None = None,
+    tokens_per_example: float = 1000.0,
+    binary: bool = False,
     concurrency: int = 1,
     store: str | Path | None = None,
     stop_at_signal: bool = False,
     seed: int = 0,
-    batch_size: int = 8,
-    lam: float = 1e-4,
-    kappa: float = 1.0,
-    cell_var: float = 0.25,
-    grid_points: int = 1025,
     max_retries: int = 3,
     retry_backoff: float = 1.0,
     progress: bool = True,
     on_tell: Callable[[Request, np.ndarray, float], None] | None = None,
+    logger: Any = None,
+    log_config: dict[str, Any] | None = None,
+    log_dir: str | Path | None = None,
 ) -> LiveResult:
-    """Evaluate ``arms`` on ``examples`` with GittinsEval until ``budget`` dollars are spent.
+    """Evaluate ``arms`` on ``examples`` with ``policy`` (default GittinsEval) until ``budget`` is spent.
 
     ``score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list of
     examples (elements of ``examples``) and returns their scores in [0, 1], or a
-    pair ``(scores, cost)`` with the money the call cost.  Without a returned
-    cost a batch costs ``len(batch) * costs[arm]``.  A plain function runs in a
-    pool of ``concurrency`` threads; a coroutine function runs on the event loop
-    with at most ``concurrency`` calls in flight.
+    pair ``(scores, cost)`` with the dollars the call cost.  Without a returned
+    cost a batch costs ``len(batch) * costs[arm]``; with neither, the run stops
+    with an error (pass ``costs="unit"`` to count examples instead of dollars).
+    A plain function runs in a pool of ``concurrency`` threads; a coroutine
+    function runs on the event loop with at most ``concurrency`` calls in flight.
+    ``costs``, ``policy``, ``prior``, ``tokens_per_example``, ``binary``, ``seed``
+    and ``store`` are those of :class:`Evaluator` (which says how lambda is
+    converted to dollars).
 
     Budget: a request is issued only while ``spent + expected cost of the
     requests in flight < budget``.  At concurrency 1 this is the simulator's rule
@@ -126,17 +148,24 @@ async def evaluate_async(
     requests are in flight.  ``spent`` includes what an earlier session of the
     same ``store`` spent, so a resumed run continues toward the same budget.
 
-    Stopping: at the budget; at the Gittins stopping signal if ``stop_at_signal``;
-    when every example is told; after a ``score_fn`` call has failed
-    ``max_retries + 1`` times (waiting ``retry_backoff * 2**attempt`` seconds
-    between attempts) or returned invalid scores; or on Ctrl-C (a cancellation of
-    this coroutine).  In each case no new request is issued, the requests in
-    flight are awaited and told, and the store is closed.  A second Ctrl-C while
-    waiting abandons them: they stay issued-but-untold in the store and a
-    resumed run sends them again.
+    Stopping: at the budget; at the policy's stopping signal if
+    ``stop_at_signal``; when the policy has nothing more to ask; after a
+    ``score_fn`` call has failed ``max_retries + 1`` times (waiting
+    ``retry_backoff * 2**attempt`` seconds between attempts) or returned invalid
+    scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
+    case no new request is issued, the requests in flight are awaited and told,
+    and the store is closed.  A second Ctrl-C while waiting abandons them: they
+    stay issued-but-untold in the store and a resumed run sends them again.  If
+    nothing was scored, the result has no recommendation (see
+    :attr:`LiveResult.failure`).  ``on_tell(request, scores, cost)`` is called
+    after each tell.
 
-    The remaining keywords are those of :class:`Evaluator`; ``on_tell(request,
-    scores, cost)`` is called after each tell.
+    Logging: ``logger`` is an object of the ``logger=`` group
+    (:class:`~gittinseval.loggers.WandbLogger`, ``NullLogger`` or ``None``).
+    A W&B run in ``log_dir`` (default: the store's directory, else the current
+    one) gets ``log_config`` as its config and the figures of
+    :mod:`gittinseval.live.tracking` after every tell; a resumed store
+    continues the same W&B run.
     """
     if not (math.isfinite(budget) and budget > 0):
         raise ValueError(f"budget must be positive and finite, got {budget!r}")
@@ -150,24 +179,30 @@ async def evaluate_async(
         len(examples),
         costs,
         prior,
-        batch_size=batch_size,
-        lam=lam,
-        kappa=kappa,
-        cell_var=cell_var,
-        grid_points=grid_points,
+        policy=policy,
+        tokens_per_example=tokens_per_example,
+        budget=budget,
+        binary=binary,
         store=store,
         seed=seed,
         dataset=dataset_digest(examples),
     )
+    try:
+        default_dir = Path.cwd() if evaluator.store.path is None else evaluator.store.path.parent
+        tracker = start_tracking(logger, evaluator, log_config, default_dir if log_dir is None else log_dir)
+    except BaseException:
+        evaluator.close()
+        raise
     call = _Caller(score_fn, arms, examples, concurrency, max_retries, retry_backoff)
     in_flight: dict[asyncio.Future, Request] = {}
     halted: str | None = None
     error: BaseException | None = None
+    currency = "" if evaluator.cost_unit == "unit" else "$"
     bar = tqdm(
         total=budget,
         initial=min(evaluator.spent, budget),
         disable=not progress,
-        bar_format="{l_bar}{bar}| ${n:.4g}/${total:.4g} [{elapsed}<{remaining}{postfix}]",
+        bar_format="{l_bar}{bar}| " + currency + "{n:.4g}/" + currency + "{total:.4g} [{elapsed}<{remaining}{postfix}]",
         desc="gittinseval-live",
     )
 
@@ -176,7 +211,7 @@ async def evaluate_async(
             return halted
         if stop_at_signal and evaluator.stop_signal:
             return "stop_signal"
-        expected = sum(request.size * evaluator.costs[request.arm] for request in in_flight.values())
+        expected = sum(evaluator.expected_cost(request) for request in in_flight.values())
         return "budget" if evaluator.spent + expected >= budget else None
 
     def tell(task: asyncio.Future) -> None:
@@ -189,6 +224,7 @@ async def evaluate_async(
             log.error("arm %d: %r; stopping with everything told so far kept", request.arm, failure)
             halted, error = "error", error or failure
             return
+        tracker.log(evaluator)
         if on_tell is not None:
             on_tell(request, np.asarray(scores, dtype=np.float64), charged)
         if not progress:
@@ -225,7 +261,7 @@ async def evaluate_async(
         call.shutdown()
         evaluator.close()
     # The evaluator's in-memory state outlives its store connection.
-    return LiveResult(
+    result = LiveResult(
         recommendation=evaluator.recommend(),
         spent=evaluator.spent,
         budget=float(budget),
@@ -235,7 +271,10 @@ async def evaluate_async(
         status=evaluator.status(),
         store=evaluator.store.path,
         error=error,
+        diagnostics=evaluator.policy.diagnostics(),
     )
+    tracker.finish(result.summary())
+    return result
 
 
 class _Caller:

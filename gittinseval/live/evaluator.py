@@ -1,7 +1,8 @@
-"""Ask/tell GittinsEval for live evaluation, backed by a crash-safe store."""
+"""Ask/tell live evaluation with any policy, backed by a crash-safe store."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -10,16 +11,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hydra.utils import get_class
 
 from gittinseval.data import validate_prices
 from gittinseval.gittins import GittinsPolicy
-from gittinseval.live.store import RunStore, describe_differences
+from gittinseval.live.store import RunStore, StoredEvent, describe_differences
+from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import EvaluationProblem, Request, validate_scores
+from gittinseval.protocol import EvaluationProblem, Policy, Request, check_live_support, validate_scores
 
-__all__ = ["ArmStatus", "Evaluator", "Recommendation", "arm_name"]
+__all__ = [
+    "TOKENS_PER_MILLION",
+    "ArmStatus",
+    "Evaluator",
+    "Recommendation",
+    "arm_name",
+    "policy_target",
+]
 
-STORE_FORMAT = 1
+STORE_FORMAT = 2
+TOKENS_PER_MILLION = 1e6
+UNIT = "unit"
 
 
 def arm_name(arm: Any) -> str:
@@ -27,12 +39,27 @@ def arm_name(arm: Any) -> str:
     return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
 
 
+def policy_target(policy: Policy) -> str:
+    """The ``_target_`` that builds ``policy``'s class."""
+    return f"{type(policy).__module__}.{type(policy).__qualname__}"
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON (so that stored and given settings compare equal)."""
+    return json.loads(json.dumps(value, default=float))
+
+
 @dataclass(frozen=True)
 class Recommendation:
-    """The recommended arm and its posterior moments of the full-benchmark mean.
+    """The policy's recommended arm with the run's posterior of its full-benchmark mean.
 
-    ``lcb = mean - kappa * sqrt(variance)`` is the score the recommendation
-    maximises (kappa = 1: the paper's LCB rule).
+    ``mean`` and ``variance`` are ``M`` and ``V`` of the finite-benchmark posterior
+    under the run's prior (the same for every policy); ``lcb = M - kappa sqrt(V)``
+    with the policy's ``kappa`` hyperparameter, 1 for policies without one.  For
+    GittinsEval this is the score its recommendation maximises.  GittinsEval-EB
+    (``prior_estimator``) maximises it under its learned prior instead, which its
+    ``diagnostics()`` report; the reported moments stay under the run's starting prior,
+    so that they mean the same for every policy.
     """
 
     arm: int
@@ -48,8 +75,8 @@ class ArmStatus:
 
     ``n_seen`` told examples, ``outstanding`` whether a request is in flight,
     ``sample_mean`` the mean of the told scores (NaN before any), ``mean`` and
-    ``variance`` the posterior ``M`` and ``V`` of the full-benchmark mean,
-    ``index`` the Gittins index and ``lcb`` the recommendation score.
+    ``variance`` the posterior ``M`` and ``V`` of the full-benchmark mean and
+    ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`).
     """
 
     names: tuple[str, ...]
@@ -58,67 +85,83 @@ class ArmStatus:
     sample_mean: np.ndarray
     mean: np.ndarray
     variance: np.ndarray
-    index: np.ndarray
     lcb: np.ndarray
 
     def format(self, top: int = 10) -> str:
-        """The ``top`` arms by ``lcb`` as a text table."""
+        """The ``top`` arms by ``lcb`` as a text table (``*``: request in flight)."""
         order = np.argsort(-self.lcb, kind="stable")[:top]
         width = min(40, max(len(self.names[k]) for k in order))
-        header = (
-            f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'index':>7}  {'lcb':>6}"
-        )
+        header = f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}"
         lines = [header]
         for k in order:
             lines.append(
                 f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_seen[k]:>6}  {self.sample_mean[k]:>6.3f}  "
-                f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.index[k]:>7.3f}  {self.lcb[k]:>6.3f}"
+                f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}"
                 + ("  *" if self.outstanding[k] else "")
             )
         return "\n".join(lines)
 
 
 class Evaluator:
-    """GittinsEval as an ask/tell loop over live scores, recorded in SQLite.
+    """A policy as an ask/tell loop over live scores, recorded in SQLite.
 
     ``ask()`` returns the next :class:`~gittinseval.protocol.Request` (an arm and
     the ids of its batch of unseen examples), ``tell(request, scores, cost)``
-    records its scores.  The allocation, example order and recommendation are
-    exactly those of :class:`~gittinseval.gittins.GittinsPolicy` seeded with
-    ``np.random.default_rng(seed)``: with one request in flight at a time the run
+    records its scores and ``cancel(request)`` takes back one that will not be
+    told.  The evaluator drives ``policy`` only through the public protocol
+    (``reset``, ``select``, ``observe``, ``cancel``, ``recommend``,
+    ``stop_signal``, ``hyperparameters``), seeded with
+    ``np.random.default_rng(seed)``: with one request in flight at a time, a run
     is the simulator's run on the same scores.
 
-    Several requests may be outstanding.  **Arms with an outstanding request are
-    skipped**: ``ask()`` picks the largest Gittins index among idle unfinished
-    arms, and returns ``None`` when every unfinished arm is busy.  Why this rule
-    rather than sending the same arm several batches at once: the index of an
-    arm ``G_k = M_k - r_{k, n_k}`` is the value of evaluating *one* batch and then
-    looking at it; a second batch sent before the first is told would be
-    chosen on a stale posterior, commit money the first batch may show to be
-    wasted, and leave the arm's batch stage (and so its root ``r_{k, n_k}``)
-    ambiguous.  With ``c`` requests in flight the rule evaluates the ``c`` best
-    idle arms, each on a fully updated posterior, and it keeps each arm's batches
-    in the order of its example permutation, so a store can be replayed exactly.
-    ``ask()`` never hands out an example twice.
+    Several requests may be outstanding.  A ``concurrent`` policy is asked with
+    the arms that have one (``select(busy)``) and never gets a second batch of a
+    busy arm: for GittinsEval the index ``G_k = M_k - r_{k, n_k}`` values *one*
+    batch followed by a look at it, so a second batch sent before the first is
+    told would be chosen on a stale posterior and leave the arm's batch stage
+    ambiguous.  ``ask()`` returns ``None`` when every candidate is busy.  Other
+    policies get one request at a time.  ``ask()`` never hands out an example twice.
 
-    Store: every issued request and every told cell is written to the SQLite
-    file ``store`` (see :mod:`gittinseval.live.store`) before ``ask`` or ``tell``
-    returns.  Opening an existing store replays its told requests in the order
-    they were told, giving the same posterior, stopping signal and future
-    example order; its issued-but-untold requests are handed out again by the
-    next calls to ``ask()``, oldest first.  A store made with other arms, costs
-    or settings is refused with an error listing the differences.
+    Costs and lambda.  ``costs`` are the expected **dollars** per example of each
+    arm.  The policy sees them in the paper's raw cost unit, **USD per 1M
+    tokens**, ``c_k = costs_k * 1e6 / tokens_per_example``, so that a policy's
+    ``lam`` means in both modes what it means in the paper (``lam * c_k`` score
+    units per example; the simulator's ``cost=aware`` prices are in that unit):
+    live, ``lam * c_k = lam_$ * costs_k`` with ``lam_$ = lam * 1e6 /
+    tokens_per_example`` score units per dollar (0.1 at lam = 1e-4 and 1000
+    tokens).  ``costs="unit"``: every example costs 1, the policy's ``c_k = 1``
+    as in ``cost=unit``, and the budget counts examples.  ``costs=None``: the
+    policy sees equal costs of 1 and every ``tell`` must say what the request
+    cost.
+
+    Store: every issue, tell and cancel is written to the SQLite file ``store``
+    (see :mod:`gittinseval.live.store`) before the call returns.  Opening an
+    existing store replays its events through the public protocol in the order
+    they happened, checking that the policy re-selects each stored request; this
+    restores the policy, the posterior, the stopping signal and the future
+    example order.  Requests issued but not told are handed out again by the
+    next calls to ``ask()``, oldest first.  A store made with other arms, costs,
+    policy or settings is refused with an error listing the differences, and a
+    store open in another evaluator is refused with a
+    :class:`~gittinseval.live.store.StoreLockedError`.
 
     Args:
         arms: the ``K`` arms; strings, or JSON-serialisable configurations.
         n_examples: ``N``, the examples of the dataset, with ids ``0 .. N-1``.
-        costs: ``[K]`` expected cost of one example of each arm (dollars); the
-            policy's cost ``c_k``.  ``None``: equal costs of 1.
+        costs: ``[K]`` expected dollars per example, ``"unit"``, or ``None`` (see above).
         prior: Gaussian prior on each arm's mean score; ``None``: N(0.5, 0.04).
-        batch_size, lam, kappa, cell_var, grid_points: as in
-            :class:`~gittinseval.gittins.GittinsPolicy`.
+        policy: any live-capable :class:`~gittinseval.protocol.Policy`, fresh
+            (built from ``conf/policy/*.yaml`` or by hand); ``None``: GittinsEval
+            with its defaults.
+        tokens_per_example: tokens of a typical example (prompt and reply), the
+            conversion of dollars to the policy's cost unit.
+        budget: the spend the policy may plan for (dollars, or examples with
+            ``costs="unit"``); ``None``: the exhaustive cost.  Only budget-planning
+            policies (SySRs, PromptEval, UCB-E-LRF) read it; a resumed store keeps
+            the value it was created with.
+        binary: whether every score is 0 or 1 (checked on each tell).
         store: path of the SQLite store, or ``None`` to keep the run in memory.
-        seed: seed of the example order and tie-breaking.
+        seed: seed of the policy's randomness (example order, tie-breaking).
         dataset: identifier of the dataset (e.g. a digest), checked on resume.
     """
 
@@ -126,14 +169,13 @@ class Evaluator:
         self,
         arms: Sequence[Any],
         n_examples: int,
-        costs: Sequence[float] | np.ndarray | None = None,
+        costs: Sequence[float] | np.ndarray | str | None = None,
         prior: GaussianPrior | None = None,
         *,
-        batch_size: int = 8,
-        lam: float = 1e-4,
-        kappa: float = 1.0,
-        cell_var: float = 0.25,
-        grid_points: int = 1025,
+        policy: Policy | None = None,
+        tokens_per_example: float = 1000.0,
+        budget: float | None = None,
+        binary: bool = False,
         store: str | Path | None = None,
         seed: int = 0,
         dataset: str | None = None,
@@ -146,43 +188,82 @@ class Evaluator:
             raise ValueError(f"arm names must be distinct; repeated: {repeated[:5]}")
         if isinstance(seed, bool) or int(seed) != seed:
             raise ValueError(f"seed must be an integer, got {seed!r}")
-        costs = np.ones(len(names)) if costs is None else validate_prices(costs, len(names), "costs")
+        if not (math.isfinite(tokens_per_example) and tokens_per_example > 0):
+            raise ValueError(f"tokens_per_example must be positive and finite, got {tokens_per_example!r}")
+        if budget is not None and not (math.isfinite(budget) and budget > 0):
+            raise ValueError(f"budget must be positive and finite, got {budget!r}")
         prior = GaussianPrior() if prior is None else prior
         if not isinstance(prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {prior!r}")
-        self.policy = GittinsPolicy(batch_size, lam, kappa, cell_var, grid_points)
-        problem = EvaluationProblem(
-            n_examples=n_examples,
-            costs=costs,
-            # The evaluator has no budget of its own (the driver enforces one); the
-            # policy does not read it.
-            budget=n_examples * float(costs.sum()),
-            prior_mean=prior.mean,
-            prior_var=prior.var,
-            binary=False,
-        )
+        self.policy = GittinsPolicy() if policy is None else policy
+        if not isinstance(self.policy, Policy):
+            raise ValueError(f"policy must be a gittinseval.protocol.Policy, got {type(self.policy).__name__}")
         self.names = tuple(names)
-        self.costs = problem.costs
-        self.n_examples = problem.n_examples
-        self.settings = {
-            "format": STORE_FORMAT,
-            "n_examples": int(n_examples),
-            "prior_mean": float(prior.mean),
-            "prior_var": float(prior.var),
-            **self.policy.hyperparameters(),
-            "seed": int(seed),
-            "dataset": dataset,
-        }
+        self.n_examples = int(n_examples)
+        if isinstance(costs, str):
+            if costs != UNIT:
+                raise ValueError(f"costs must be dollars per example, 'unit' or None, got {costs!r}")
+            self.costs: np.ndarray | None = np.ones(len(names))
+            policy_costs, dollars_per_unit = self.costs, 1.0
+        elif costs is None:
+            self.costs, policy_costs, dollars_per_unit = None, np.ones(len(names)), None
+        else:
+            self.costs = validate_prices(costs, len(names), "costs")
+            dollars_per_unit = float(tokens_per_example) / TOKENS_PER_MILLION
+            policy_costs = self.costs / dollars_per_unit
+        self.cost_unit = UNIT if isinstance(costs, str) else "dollars"
+        self.binary = bool(binary)
         self.store = RunStore(store)
         try:
-            self._open_store(problem, int(seed))
+            stored = self.store.load_definition()
+            if stored is not None:
+                policy_budget = self.store.get_meta("policy_budget")
+            elif budget is None or dollars_per_unit is None:
+                policy_budget = None
+            else:
+                policy_budget = float(budget) / dollars_per_unit
+            problem = EvaluationProblem(
+                n_examples=n_examples,
+                costs=policy_costs,
+                budget=self.n_examples * float(policy_costs.sum()) if policy_budget is None else policy_budget,
+                prior_mean=prior.mean,
+                prior_var=prior.var,
+                binary=self.binary,
+            )
+            check_live_support(self.policy, problem)
+            self.policy.reset(problem, np.random.default_rng(int(seed)))
+            hyperparameters = self.policy.hyperparameters()
+            self.kappa = float(hyperparameters.get("kappa", 1.0))
+            self.posterior = FiniteBenchmarkPosterior(
+                len(names), self.n_examples, prior.mean, prior.var, float(hyperparameters.get("cell_var", 0.25))
+            )
+            self.settings = _jsonable(
+                {
+                    "format": STORE_FORMAT,
+                    "n_examples": self.n_examples,
+                    "prior_mean": float(prior.mean),
+                    "prior_var": float(prior.var),
+                    "policy": policy_target(self.policy),
+                    **{f"policy.{key}": value for key, value in hyperparameters.items()},
+                    "cost_unit": "reported" if costs is None else self.cost_unit,
+                    "tokens_per_example": float(tokens_per_example),
+                    "binary": self.binary,
+                    "seed": int(seed),
+                    "dataset": dataset,
+                }
+            )
+            self._open_store(stored, policy_budget)
         except BaseException:
             self.store.close()
             raise
 
     @classmethod
     def from_store(cls, store: str | Path) -> Evaluator:
-        """Reopen an existing store with the arms and settings it was created with."""
+        """Reopen an existing store with the arms, policy and settings it was created with.
+
+        The policy is rebuilt from its ``_target_`` with those of its recorded
+        hyperparameters that its constructor takes.
+        """
         if not Path(store).is_file():
             raise FileNotFoundError(f"no store at {store}")
         reader = RunStore(store)
@@ -193,52 +274,57 @@ class Evaluator:
         if definition is None:
             raise ValueError(f"store {store} holds no run")
         settings, names, costs = definition
+        policy_class = get_class(settings["policy"])
+        accepted = inspect.signature(policy_class).parameters
+        hyperparameters = {key.removeprefix("policy."): v for key, v in settings.items() if key.startswith("policy.")}
+        policy = policy_class(**{key: v for key, v in hyperparameters.items() if key in accepted})
+        unit = settings["cost_unit"]
         return cls(
             names,
             settings["n_examples"],
-            costs,
+            {"reported": None, UNIT: UNIT}.get(unit, costs),
             GaussianPrior(settings["prior_mean"], settings["prior_var"]),
-            batch_size=settings["batch_size"],
-            lam=settings["lam"],
-            kappa=settings["kappa"],
-            cell_var=settings["cell_var"],
-            grid_points=settings["grid_points"],
+            policy=policy,
+            tokens_per_example=settings["tokens_per_example"],
+            binary=settings["binary"],
             store=store,
             seed=settings["seed"],
             dataset=settings["dataset"],
         )
 
-    def _open_store(self, problem: EvaluationProblem, seed: int) -> None:
-        given = (self.settings, self.names, self.costs)
-        stored = self.store.load_definition()
+    def _open_store(self, stored: tuple | None, policy_budget: float | None) -> None:
+        arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
+        given = (self.settings, self.names, arm_costs)
         if stored is None:
-            self.store.define(*given)
+            self.store.define(*given, meta={"policy_budget": policy_budget})
         elif differences := describe_differences(stored, given):
             raise ValueError(
                 f"store {self.store.path} was created with other arms or settings:\n  " + "\n  ".join(differences)
             )
-        self.policy.reset(problem, np.random.default_rng(seed))
         self._outstanding: dict[int, tuple[int, Request]] = {}
-        self._reissue: list[int] = []
         self._spent = 0.0
+        self._seen = np.zeros((self.n_arms, self.n_examples), dtype=bool)
         self._trace: list[tuple[int, int, float, int, bool]] = []
-        for told in self.store.told_requests():
-            self._record(self._replay_take(told.arm, told.examples), told.scores, told.cost)
-        for pending in self.store.outstanding_requests():
-            if pending.arm in self._outstanding:
-                raise ValueError(f"store {self.store.path} has two outstanding requests for arm {pending.arm}")
-            self._outstanding[pending.arm] = (pending.id, self._replay_take(pending.arm, pending.examples))
-            self._reissue.append(pending.arm)
+        for event in self.store.events():
+            self._replay(event)
+        self._reissue = sorted(self._outstanding, key=lambda arm: self._outstanding[arm][0])
 
-    def _replay_take(self, arm: int, examples: np.ndarray) -> Request:
-        """Take a stored request's batch from the example order, checking it matches."""
-        taken = self.policy.order.take(arm, len(examples))
-        if not np.array_equal(taken, examples):
-            raise ValueError(
-                f"store {self.store.path}: arm {arm}'s stored examples do not follow the seed's example order "
-                "(was it written by another numpy version or edited?)"
-            )
-        return Request(arm, taken)
+    def _replay(self, event: StoredEvent) -> None:
+        stored = event.request
+        if event.kind == "issue":
+            request = self._select()
+            if request is None or request.arm != stored.arm or not np.array_equal(request.examples, stored.examples):
+                got = "nothing" if request is None else f"arm {request.arm}, examples {request.examples[:5].tolist()}"
+                raise ValueError(
+                    f"store {self.store.path}: replaying request {stored.id}, the policy selects {got} where the "
+                    f"store has arm {stored.arm}, examples {stored.examples[:5].tolist()} (was the store edited, or "
+                    "written by another version of the policy or numpy?)"
+                )
+            self._outstanding[request.arm] = (stored.id, request)
+        elif event.kind == "tell":
+            self._record(self._outstanding.pop(stored.arm)[1], stored.scores, stored.cost)
+        else:
+            self.policy.cancel(self._outstanding.pop(stored.arm)[1])
 
     def close(self) -> None:
         self.store.close()
@@ -260,72 +346,118 @@ class Evaluator:
 
     @property
     def stop_signal(self) -> bool:
-        """The Gittins stopping signal: a completed arm has attained the largest index."""
-        return self.policy.stop_signal
+        """The policy's stopping signal (GittinsEval: a completed arm attains the largest index)."""
+        return bool(self.policy.stop_signal)
 
     @property
     def n_outstanding(self) -> int:
         return len(self._outstanding)
 
     @property
-    def outstanding_cost(self) -> float:
-        """Expected cost of the outstanding requests, ``sum size * c_arm``."""
-        return float(sum(request.size * self.costs[arm] for arm, (_, request) in self._outstanding.items()))
+    def outstanding(self) -> list[Request]:
+        """The requests in flight, oldest first."""
+        return [request for _, request in sorted(self._outstanding.values(), key=lambda entry: entry[0])]
+
+    def expected_cost(self, request: Request) -> float:
+        """Expected cost of a request: ``size * costs[arm]``; with ``costs=None``, ``size``
+        times the mean told cost per example so far (0 before any tell)."""
+        if self.costs is not None:
+            return request.size * float(self.costs[request.arm])
+        told = int(self._seen.sum())
+        return request.size * (self._spent / told if told else 0.0)
 
     @property
     def finished(self) -> bool:
         """True when every example of every arm is told."""
-        return bool(self.policy.posterior.completed.all())
+        return bool(self._seen.all())
+
+    def _select(self) -> Request | None:
+        if not self._outstanding:
+            return self.policy.select()
+        if not self.policy.concurrent:
+            return None
+        return self.policy.select(frozenset(self._outstanding))
 
     def ask(self) -> Request | None:
-        """The next request, or ``None`` if every unfinished arm has one outstanding."""
+        """The next request, or ``None`` if the policy has nothing to ask while the
+        requests in flight are out (or at all)."""
         if self._reissue:
             return self._outstanding[self._reissue.pop(0)][1]
-        busy = list(self._outstanding)
-        open_index = self.policy.open_index
-        saved = open_index[busy]
-        open_index[busy] = -np.inf
-        try:
-            request = self.policy.select()
-        finally:
-            open_index[busy] = saved
+        request = self._select()
         if request is None:
             return None
         try:
             request_id = self.store.issue(request.arm, request.examples)
-        except BaseException:
-            # Not recorded, so not issued: give the examples back to the order.
-            self.policy.order.n_taken[request.arm] -= request.size
-            raise
+        except BaseException as failure:
+            # Not recorded, so not issued: the policy takes it back, or the store,
+            # which holds everything up to here, is all that may go on.
+            if self.policy.cancellable:
+                self.policy.cancel(request)
+                raise
+            self.close()
+            raise RuntimeError(
+                f"recording a request in {self.store.path} failed ({failure!r}) and policy {self.policy.name!r} "
+                "cannot take back its selection: this evaluator is closed; reopen the store to go on "
+                "(every told score is in it)"
+            ) from failure
         self._outstanding[request.arm] = (request_id, request)
         return request
+
+    def _entry(self, request: Request) -> tuple[int, Request]:
+        arm = int(request.arm)
+        entry = self._outstanding.get(arm) if 0 <= arm < self.n_arms else None
+        if entry is None or not np.array_equal(entry[1].examples, request.examples):
+            raise ValueError(self._describe_unknown(request))
+        return entry
 
     def tell(self, request: Request, scores: Any, cost: float | None = None) -> float:
         """Record the ``[request.size]`` scores of an outstanding request; returns its cost.
 
         ``cost`` is what the request actually cost; ``None`` means its expected
-        cost ``size * c_arm``.  The scores, the cost and the request's state are
-        written in one transaction before the posterior is updated.
+        cost ``size * costs[arm]`` (an error with ``costs=None``).  The scores,
+        the cost and the request's state are written in one transaction before
+        anything in memory changes: if the write fails, the request stays
+        outstanding and the run is as before.
         """
-        arm = int(request.arm)
-        entry = self._outstanding.get(arm) if 0 <= arm < self.n_arms else None
-        if entry is None or not np.array_equal(entry[1].examples, request.examples):
-            raise ValueError(self._describe_unknown(request))
-        request_id, issued = entry
+        request_id, issued = self._entry(request)
+        arm = issued.arm
         scores = validate_scores(issued, scores)
+        if self.binary and not np.isin(scores, (0.0, 1.0)).all():
+            raise ValueError(f"arm {arm}: the task declares binary scores, got {scores[:5].tolist()}")
         if cost is None:
+            if self.costs is None:
+                raise ValueError(
+                    f"arm {arm}: no cost for this request: score_fn returned scores only and no costs were given; "
+                    "return (scores, dollars) from score_fn, pass costs= (expected dollars per example), "
+                    "or costs='unit' to count examples"
+                )
             cost = issued.size * float(self.costs[arm])
         elif not (math.isfinite(cost) and cost >= 0):
             raise ValueError(f"arm {arm}: cost must be finite and non-negative, got {cost!r}")
         self.store.tell(request_id, arm, issued.examples, scores, float(cost))
-        del self._outstanding[arm]
-        if arm in self._reissue:
-            self._reissue.remove(arm)
+        self._forget(arm)
         self._record(issued, scores, float(cost))
         return float(cost)
 
+    def cancel(self, request: Request) -> None:
+        """Take back an outstanding request that will not be told; the policy may ask
+        for its examples again."""
+        request_id, issued = self._entry(request)
+        if not self.policy.cancellable:
+            raise ValueError(f"policy {self.policy.name!r} cannot take back a request; tell its scores instead")
+        self.store.cancel(request_id)
+        self._forget(issued.arm)
+        self.policy.cancel(issued)
+
+    def _forget(self, arm: int) -> None:
+        del self._outstanding[arm]
+        if arm in self._reissue:
+            self._reissue.remove(arm)
+
     def _record(self, request: Request, scores: np.ndarray, cost: float) -> None:
         self.policy.observe(request, scores)
+        self.posterior.update(request.arm, scores)
+        self._seen[request.arm, request.examples] = True
         self._spent += cost
         self._trace.append((request.arm, request.size, self._spent, self.policy.recommend(), self.stop_signal))
 
@@ -333,28 +465,25 @@ class Evaluator:
         arm = int(request.arm)
         if not 0 <= arm < self.n_arms:
             return f"request for arm {arm}, outside [0, {self.n_arms})"
-        told = self.policy.order.order[arm, : self.policy.posterior.n_seen[arm]]
         examples = np.asarray(request.examples)
-        if examples.size and np.isin(examples, told).all():
+        if examples.size and np.isin(examples, np.arange(self.n_examples)).all() and self._seen[arm, examples].all():
             return f"arm {arm}: examples {examples[:5].tolist()} were already told"
         return (
             f"arm {arm}: no outstanding request for examples {examples[:5].tolist()}; tell() takes requests from ask()"
         )
 
-    def recommend(self) -> Recommendation:
-        """The arm maximising ``M - kappa sqrt(V)``, with its ``M``, ``V`` and that score."""
-        arm = self.policy.recommend()
-        post = self.policy.posterior
-        return Recommendation(
-            arm,
-            self.names[arm],
-            float(post.mean[arm]),
-            float(post.variance[arm]),
-            float(self.policy.recommend_score[arm]),
-        )
+    def recommend(self) -> Recommendation | None:
+        """The policy's recommended arm with its posterior ``M``, ``V`` and LCB;
+        ``None`` while nothing has been told (a recommendation from the prior alone
+        would be a guess)."""
+        if not self._trace:
+            return None
+        arm = int(self.policy.recommend())
+        mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
+        return Recommendation(arm, self.names[arm], mean, variance, mean - self.kappa * math.sqrt(variance))
 
     def status(self) -> ArmStatus:
-        post = self.policy.posterior
+        post = self.posterior
         outstanding = np.zeros(self.n_arms, dtype=bool)
         outstanding[list(self._outstanding)] = True
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -366,8 +495,7 @@ class Evaluator:
             sample_mean,
             post.mean.copy(),
             post.variance.copy(),
-            self.policy.index.copy(),
-            self.policy.recommend_score.copy(),
+            post.mean - self.kappa * np.sqrt(post.variance),
         )
 
     def trace(self) -> dict[str, np.ndarray]:

@@ -16,30 +16,46 @@ import numpy as np
 
 from gittinseval.data import Benchmark
 from gittinseval.live.driver import NonRetryableError
+from gittinseval.live.evaluator import TOKENS_PER_MILLION
 
 __all__ = [
     "LiveTask",
     "MatrixScorer",
     "OpenAIChatScorer",
     "bundled_examples",
+    "chat_task",
     "expected_chat_costs",
     "grade_first_word",
     "matrix_task",
     "read_jsonl",
 ]
 
-TOKENS_PER_MILLION = 1e6
-
 
 @dataclass
 class LiveTask:
-    """What a live run evaluates: the arms, the examples, ``score_fn`` and the arms'
-    expected cost of one example (dollars; ``None``: equal costs)."""
+    """What a live run evaluates.
+
+    Attributes:
+        arms: the ``K`` arms handed to ``score_fn``.
+        examples: the ``N`` examples handed to ``score_fn``.
+        score_fn: ``score_fn(arm, batch)`` -> scores, or ``(scores, dollars)``.
+        costs: ``[K]`` expected dollars per example of each arm, or ``None`` when
+            ``score_fn`` reports what each call cost.
+        tokens_per_example: expected tokens of one example (prompt and reply):
+            converts dollars to the policy's raw cost unit (USD per 1M tokens).
+        binary: whether every score is 0 or 1.
+        benchmark: the response matrix the task replays, if any (its
+            data-specific prior serves ``prior=specific``).
+        name: names the default store.
+    """
 
     arms: Sequence[Any]
     examples: Sequence[Any]
     score_fn: Callable[[Any, list[Any]], Any]
     costs: Sequence[float] | None = None
+    tokens_per_example: float = 1000.0
+    binary: bool = False
+    benchmark: Benchmark | None = None
     name: str = "task"
 
 
@@ -71,17 +87,48 @@ def matrix_task(
     """A live task that replays ``benchmark``: arms are its arm names, examples its ids.
 
     An example of arm ``k`` costs ``price_k * tokens_per_example / 1e6`` dollars
-    (the bundled prices are dollars per 1M tokens), or one unit without prices.
+    (the bundled prices are USD per 1M tokens), so the policy's raw cost
+    ``dollars * 1e6 / tokens_per_example`` is the price again; without prices
+    the task has no costs.
     """
     if not tokens_per_example > 0:
         raise ValueError(f"tokens_per_example must be positive, got {tokens_per_example!r}")
-    costs = None if benchmark.prices is None else benchmark.prices * tokens_per_example / TOKENS_PER_MILLION
+    # Dollars per raw unit, then the product: the evaluator divides by the same
+    # factor, so the policy sees the prices bit for bit (for 1000 tokens).
+    dollars_per_unit = tokens_per_example / TOKENS_PER_MILLION
+    costs = None if benchmark.prices is None else benchmark.prices * dollars_per_unit
     return LiveTask(
         arms=list(benchmark.arm_names),
         examples=list(range(benchmark.n_examples)),
         score_fn=MatrixScorer(benchmark.scores, latency, benchmark.arm_names),
         costs=None if costs is None else costs.tolist(),
+        tokens_per_example=float(tokens_per_example),
+        binary=benchmark.binary,
+        benchmark=benchmark,
         name=benchmark.name.replace("/", "_") if name is None else name,
+    )
+
+
+def chat_task(
+    arms: Sequence[Mapping[str, Any]],
+    examples: Sequence[Mapping[str, Any]],
+    score_fn: OpenAIChatScorer,
+    prompt_tokens: float = 100.0,
+    completion_tokens: float = 20.0,
+    binary: bool = True,
+    name: str = "chat",
+) -> LiveTask:
+    """A live task on a chat endpoint: expected costs from ``score_fn.prices`` and the
+    expected token counts (see :func:`expected_chat_costs`), and
+    ``tokens_per_example = prompt_tokens + completion_tokens``."""
+    return LiveTask(
+        arms=list(arms),
+        examples=list(examples),
+        score_fn=score_fn,
+        costs=expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens),
+        tokens_per_example=float(prompt_tokens + completion_tokens),
+        binary=binary,
+        name=name,
     )
 
 

@@ -1,0 +1,88 @@
+"""Log a live run to the configured ``logger`` as it goes (W&B, or nothing).
+
+What is logged after every tell, against ``spent`` (dollars, or examples under
+unit costs) as the step metric:
+
+- ``recommended``: the policy's recommended arm;
+- ``recommended_mean`` and ``recommended_lcb``: ``M`` and ``M - kappa sqrt(V)``
+  of that arm under the run's finite-benchmark posterior (the same for every
+  policy; for GittinsEval the score its recommendation maximises, for the
+  other policies the posterior's view of the arm they chose);
+- ``in_flight``: requests issued and not yet told;
+- ``stop_signal``: 1 once the policy's stopping signal has fired;
+- ``n_requests``: told requests so far.
+
+The W&B run id is kept in the store, so a resumed run continues the same W&B
+run.  Only the composed config and these figures are logged: never the
+environment, API keys or request headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+from gittinseval.live.evaluator import Evaluator
+from gittinseval.loggers import NullLogger, WandbLogger
+
+__all__ = ["LiveTracker", "start_tracking"]
+
+log = logging.getLogger(__name__)
+
+RUN_ID_KEY = "wandb_run_id"
+
+
+class LiveTracker:
+    """Sends each step of a live run to a W&B run (or nowhere when ``run`` is ``None``)."""
+
+    def __init__(self, run: Any = None) -> None:
+        self.run = run
+
+    def log(self, evaluator: Evaluator) -> None:
+        if self.run is None:
+            return
+        rec = evaluator.recommend()
+        metrics = {
+            "spent": evaluator.spent,
+            "in_flight": evaluator.n_outstanding,
+            "stop_signal": int(evaluator.stop_signal),
+            "n_requests": len(evaluator.trace()["step"]),
+        }
+        if rec is not None:
+            metrics.update(recommended=rec.arm, recommended_mean=rec.mean, recommended_lcb=rec.lcb)
+        self.run.log(metrics)
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        if self.run is None:
+            return
+        self.run.summary.update({key: value for key, value in summary.items() if value is not None})
+        self.run.finish()
+
+
+def start_tracking(
+    logger: Any, evaluator: Evaluator, config: dict[str, Any] | None, directory: str | Path
+) -> LiveTracker:
+    """A tracker for ``logger`` (a ``logger=`` group object, or ``None``).
+
+    With a :class:`~gittinseval.loggers.WandbLogger`, starts (or, when the store
+    has one, resumes) the W&B run in ``directory``.
+    """
+    if logger is None or isinstance(logger, NullLogger):
+        return LiveTracker()
+    if not isinstance(logger, WandbLogger):
+        raise ValueError(f"logger {type(logger).__name__} cannot log live runs; use logger=wandb or logger=none")
+    run_id = evaluator.store.get_meta(RUN_ID_KEY)
+    resuming = run_id is not None
+    if not resuming:
+        run_id = secrets.token_hex(8)
+        evaluator.store.set_meta(RUN_ID_KEY, run_id)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    run = logger.start_run(directory, id=run_id, resume="allow", job_type="live", group=logger.group, config=config)
+    run.define_metric("spent")
+    for metric in ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests"):
+        run.define_metric(metric, step_metric="spent")
+    log.info("%s W&B run %s in %s", "resuming" if resuming else "started", run_id, directory)
+    return LiveTracker(run)
