@@ -1,29 +1,83 @@
-"""Hydra callbacks."""
+"""Hydra callbacks: sweep progress, skipped-run accounting and the regret figure."""
 
 from __future__ import annotations
 
+import logging
+import math
+import time
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gittinseval.plotting import plot_sweep
 
-__all__ = ["PlotSweep"]
+__all__ = ["PlotSweep", "sweep_size"]
+
+log = logging.getLogger(__name__)
+
+# Written into the sweep directory at its start: the number of runs of the sweep, read
+# by every job (jobs may run in other processes or on other machines).
+SIZE_FILE = ".sweep_size"
+
+
+def sweep_size(config: DictConfig) -> int:
+    """Number of runs of the multirun: the product of the sizes of its swept values.
+
+    Counts the command-line overrides and ``hydra.sweeper.params`` as the basic
+    sweeper does (a key given in both is swept as on the command line).
+    """
+    params = dict(config.hydra.sweeper.get("params") or {})
+    task = list(config.hydra.overrides.task)
+    given = {override.split("=", 1)[0].lstrip("+~") for override in task}
+    overrides = task + [f"{key}={value}" for key, value in params.items() if key not in given]
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return math.prod(len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1 for o in parsed)
+
+
+def _finished_runs(sweep_dir: Path) -> list[Path]:
+    return list(sweep_dir.rglob("summary.json"))
 
 
 class PlotSweep(Callback):
-    """After a multirun: draw the sweep's regret figure and say where everything is."""
+    """Around a multirun: progress after every run; at the end, how many runs were
+    skipped as finished earlier, the regret figure and where everything is."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.started = time.time()
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        total = sweep_size(config)
+        (sweep_dir / SIZE_FILE).write_text(f"{total}\n")
+        finished = len(_finished_runs(sweep_dir))
+        if finished:
+            log.info("%s already holds %d finished runs; runs of the same config are skipped", sweep_dir, finished)
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        size_file = sweep_dir / SIZE_FILE
+        if not size_file.is_file():  # a single run, not a multirun
+            return
+        total = int(size_file.read_text())
+        done = len(_finished_runs(sweep_dir))
+        log.info("sweep progress: %d of %d runs finished (%.0f%%)", done, total, 100 * done / max(total, 1))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        figures, curves = plot_sweep(sweep_dir)
+        started = getattr(self, "started", time.time())
+        summaries = _finished_runs(sweep_dir)
+        skipped = sum(path.stat().st_mtime < started for path in summaries)
         print(f"\nRuns (trace.csv, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
+        if skipped:
+            print(f"Skipped {skipped} runs finished earlier with the same config; ran {len(summaries) - skipped}.")
+        figures, curves = plot_sweep(sweep_dir)
         for curve in curves:
             stop = "no signal" if curve.stop_pct is None else f"mean stop at {curve.stop_pct:.3g}%"
             print(f"  {curve.label:<24} {curve.n_runs} runs, final mean regret {curve.mean[-1]:.4g}, "
                   f"{stop} ({curve.n_stopped}/{curve.n_runs} runs)")
         for figure in figures:
             print(f"Regret figure: {figure.resolve()}")
+        print(f"Summary tables: gittinseval-report {sweep_dir}")
         print(f"Upload the offline W&B runs with: wandb sync {sweep_dir}/*/wandb/offline-run-*")

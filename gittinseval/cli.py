@@ -10,7 +10,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_experiment
@@ -28,6 +28,10 @@ def _config_dir() -> Path:
 
 
 CONFIG_DIR = _config_dir()
+
+# A run's folder is named after its swept values (conf/config.yaml); a value that is a
+# path (benchmark.path=/data/m.npy) must not nest it in further folders.
+OmegaConf.register_new_resolver("path_component", lambda text: str(text).replace("/", "_"), replace=True)
 
 
 def expand_subject_sweep(argv: list[str]) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from pathlib import Path
 
@@ -10,11 +12,40 @@ from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
-from gittinseval.validation import fraction_in_unit_interval, non_negative_int
+from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int
 
-__all__ = ["run_experiment"]
+__all__ = ["config_digest", "finished_run", "run_experiment"]
+
+# Settings that do not change a run's result: a finished run is reused across them.
+PRESENTATION_KEYS = ("logger", "progress")
 
 log = logging.getLogger(__name__)
+
+
+def config_digest(cfg: DictConfig) -> str:
+    """SHA-256 of the resolved config without :data:`PRESENTATION_KEYS`: equal digests, equal runs."""
+    settings = OmegaConf.to_container(cfg, resolve=True)
+    for key in PRESENTATION_KEYS:
+        settings.pop(key, None)
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
+    """The run saved in ``output_dir`` if it is complete and of the config ``digest``.
+
+    A complete run of another config there is an error rather than something to
+    overwrite: re-running a sweep must never lose a finished run.
+    """
+    output_dir = Path(output_dir)
+    if not (output_dir / "summary.json").is_file():
+        return None
+    saved = RunResult.load(output_dir)
+    if saved.summary.get("config_digest") != digest:
+        raise ConfigError(
+            f"{output_dir} holds a finished run of another config; choose another hydra.sweep.dir "
+            "(or hydra.run.dir), or move that run away"
+        )
+    return saved
 
 
 def run_experiment(
@@ -22,10 +53,17 @@ def run_experiment(
 ) -> RunResult:
     """Instantiate benchmark, cost, prior, policy and logger from ``cfg``; simulate; save.
 
-    Writes ``trace.csv`` and ``summary.json`` to ``output_dir`` and hands the run
-    to the configured logger.
+    Writes ``trace.csv`` and ``summary.json`` (with the config's :func:`config_digest`)
+    to ``output_dir`` and hands the run to the configured logger.  If ``output_dir``
+    already holds the finished run of the same config, it is returned unchanged and
+    nothing is run or logged again.
     """
     output_dir = Path(output_dir)
+    digest = config_digest(cfg)
+    saved = finished_run(output_dir, digest)
+    if saved is not None:
+        log.info("skipped %s: finished earlier with the same config", output_dir)
+        return saved
     budget = fraction_in_unit_interval("budget", cfg.budget)
     seed = non_negative_int("seed", cfg.seed)
     benchmark = instantiate(cfg.benchmark)
@@ -45,6 +83,7 @@ def run_experiment(
         prior_name=prior.name,
         progress=bool(cfg.progress),
     )
+    result.summary["config_digest"] = digest
     result.save(output_dir)
     logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
     summary = result.summary

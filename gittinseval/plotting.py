@@ -27,7 +27,7 @@ import numpy as np
 
 from gittinseval.simulator import RunResult
 
-__all__ = ["RegretCurve", "aggregate_runs", "find_runs", "plot_curves", "plot_sweep"]
+__all__ = ["RegretCurve", "aggregate_group", "aggregate_runs", "find_runs", "plot_curves", "plot_sweep"]
 
 GRID_POINTS = 350
 
@@ -76,15 +76,19 @@ def _initial_design_size(run: RunResult) -> int | None:
     return None if n_initial is None else int(n_initial)
 
 
-def _bandit_rows(members: list[RunResult], grid_points: int) -> tuple[np.ndarray, np.ndarray, None]:
+def _spaced(start: float, end: float, grid_points: int, log_grid: bool) -> np.ndarray:
+    return np.geomspace(start, end, grid_points) if log_grid else np.linspace(start, end, grid_points)
+
+
+def _bandit_rows(members: list[RunResult], grid_points: int, log_grid: bool) -> tuple[np.ndarray, np.ndarray, None]:
     """Grid over the observed range and each run interpolated on it, NaN outside its range."""
     start = min(r.trace["cost_pct"][0] for r in members)
     end = max(r.trace["cost_pct"][-1] for r in members)
-    grid = np.linspace(start, end, grid_points)
+    grid = _spaced(start, end, grid_points, log_grid)
     return grid, np.stack([_interpolate(r.trace["cost_pct"], r.trace["regret"], grid) for r in members]), None
 
 
-def _bo_rows(members: list[RunResult], grid_points: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _bo_rows(members: list[RunResult], grid_points: int, log_grid: bool) -> tuple[np.ndarray, np.ndarray, float]:
     """Post-initialisation trajectories aligned at the mean initial-design endpoint, right-held."""
     segments = []
     for run in members:
@@ -92,71 +96,92 @@ def _bo_rows(members: list[RunResult], grid_points: int) -> tuple[np.ndarray, np
         segments.append((run.trace["cost_pct"][last_initial:], run.trace["regret"][last_initial:]))
     init_pct = float(np.mean([x[0] for x, _ in segments]))
     shifted = [(x - x[0] + init_pct, y) for x, y in segments]
-    grid = np.linspace(init_pct, max(x[-1] for x, _ in shifted), grid_points)
+    grid = _spaced(init_pct, max(x[-1] for x, _ in shifted), grid_points, log_grid)
     # np.interp holds the end values outside [x[0], x[-1]]; every segment starts at the grid's start.
     return grid, np.stack([np.interp(grid, x, y) for x, y in shifted]), init_pct
 
 
-def aggregate_runs(runs: list[RunResult], grid_points: int = GRID_POINTS) -> list[RegretCurve]:
-    """One :class:`RegretCurve` per (benchmark, label), in order of first appearance.
+def aggregate_group(
+    label: str, members: list[RunResult], grid_points: int = GRID_POINTS, log_grid: bool = False
+) -> RegretCurve:
+    """The :class:`RegretCurve` of one group of runs (one curve of a figure).
 
-    Groups of configuration-level BO runs use the BO aggregation of the module
-    docstring; a group mixing BO and other runs is an error.
+    BO runs use the BO aggregation of the module docstring; a group mixing BO and
+    other runs is an error.  ``log_grid`` spaces the grid points evenly in log cost
+    (for a log cost axis) instead of the paper's even linear spacing.
     """
+    n_bo = sum(_initial_design_size(r) is not None for r in members)
+    if 0 < n_bo < len(members):
+        raise ValueError(f"{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
+    grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, grid_points, log_grid)
+    count = np.sum(~np.isnan(stacked), axis=0)
+    with warnings.catch_warnings():
+        # Grid points that no run (or one run) covers give NaN means / SEs.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(stacked, axis=0)
+        std = np.nanstd(stacked, axis=0, ddof=1)
+    stderr = np.where(count > 1, std / np.sqrt(np.maximum(count, 1)), 0.0)
+    stops = [r.summary["stop_cost_pct"] for r in members if r.summary.get("stop_cost_pct") is not None]
+    return RegretCurve(
+        label=label,
+        grid=grid,
+        mean=mean,
+        stderr=stderr,
+        count=count,
+        n_runs=len(members),
+        stop_pct=float(np.mean(stops)) if stops else None,
+        n_stopped=len(stops),
+        init_pct=init_pct,
+    )
+
+
+def aggregate_runs(
+    runs: list[RunResult], grid_points: int = GRID_POINTS, log_grid: bool = False
+) -> list[RegretCurve]:
+    """One :class:`RegretCurve` per (benchmark, label), in order of first appearance."""
     groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for run in runs:
         if len(run.trace["step"]):
             groups[(run.summary["benchmark"], run.summary["label"])].append(run)
-    curves = []
-    for (benchmark, label), members in groups.items():
-        n_bo = sum(_initial_design_size(r) is not None for r in members)
-        if 0 < n_bo < len(members):
-            raise ValueError(f"{benchmark}/{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
-        grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, grid_points)
-        count = np.sum(~np.isnan(stacked), axis=0)
-        with warnings.catch_warnings():
-            # Grid points that no run (or one run) covers give NaN means / SEs.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mean = np.nanmean(stacked, axis=0)
-            std = np.nanstd(stacked, axis=0, ddof=1)
-        stderr = np.where(count > 1, std / np.sqrt(np.maximum(count, 1)), 0.0)
-        stops = [r.summary["stop_cost_pct"] for r in members if r.summary.get("stop_cost_pct") is not None]
-        curves.append(
-            RegretCurve(
-                label=label,
-                grid=grid,
-                mean=mean,
-                stderr=stderr,
-                count=count,
-                n_runs=len(members),
-                stop_pct=float(np.mean(stops)) if stops else None,
-                n_stopped=len(stops),
-                init_pct=init_pct,
-            )
-        )
-    return curves
+    return [aggregate_group(label, members, grid_points, log_grid) for (_, label), members in groups.items()]
 
 
-def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "") -> Path:
-    """Draw regret against cost % with ±1 SE bands and dashed mean stopping lines."""
+def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log_cost: bool = True) -> Path:
+    """Draw regret against cost % with ±1 SE bands and dashed mean stopping lines.
+
+    ``log_cost`` puts the cost on a log axis: most of the regret falls below 1-2 %
+    of the exhaustive cost, which a linear axis up to 10 % squeezes into its left edge.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=150)
+    fig, ax = plt.subplots(figsize=(6.8, 4.4), dpi=150)
     for i, curve in enumerate(curves):
-        color = f"C{i}"
+        color = f"C{i % 10}"
         ax.plot(curve.grid, curve.mean, color=color, lw=1.6, label=f"{curve.label} (n={curve.n_runs})")
-        ax.fill_between(curve.grid, curve.mean - curve.stderr, curve.mean + curve.stderr, color=color, alpha=0.2, lw=0)
+        low, high = curve.mean - curve.stderr, curve.mean + curve.stderr
+        ax.fill_between(curve.grid, low, high, color=color, alpha=0.28, lw=0)
+        # Edges keep a band visible where it is thin or overlaps another band.
+        ax.plot(curve.grid, low, color=color, lw=0.5, alpha=0.7)
+        ax.plot(curve.grid, high, color=color, lw=0.5, alpha=0.7)
         if curve.stop_pct is not None:
-            ax.axvline(curve.stop_pct, color=color, ls="--", lw=1.0)
-    ax.set_xlabel("cumulative evaluation cost (% of exhaustive)")
+            ax.axvline(
+                curve.stop_pct,
+                color=color,
+                ls="--",
+                lw=1.0,
+                label=f"{curve.label} mean stop {curve.stop_pct:.2g}% ({curve.n_stopped}/{curve.n_runs})",
+            )
+    if log_cost:
+        ax.set_xscale("log")
+    ax.set_xlabel("cumulative evaluation cost (% of exhaustive" + (", log scale)" if log_cost else ")"))
     ax.set_ylabel("simple regret")
     ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, fontsize="small")
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +190,9 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "") -> 
     return out
 
 
-def plot_sweep(sweep_dir: str | Path, out: str | Path | None = None) -> tuple[list[Path], list[RegretCurve]]:
+def plot_sweep(
+    sweep_dir: str | Path, out: str | Path | None = None, log_cost: bool = True
+) -> tuple[list[Path], list[RegretCurve]]:
     """Aggregate every run under ``sweep_dir`` and write the regret figure (PNG).
 
     One figure per (benchmark, cost mode): with a single one the figure is ``out``
@@ -179,10 +206,10 @@ def plot_sweep(sweep_dir: str | Path, out: str | Path | None = None) -> tuple[li
         panels[(run.summary["benchmark"], run.summary["cost_mode"])].append(run)
     figures, all_curves = [], []
     for (benchmark, cost_mode), members in panels.items():
-        curves = aggregate_runs(members)
+        curves = aggregate_runs(members, log_grid=log_cost)
         stand_in = " [stand-in]" if members[0].summary.get("stand_in") else ""
         name = f"{benchmark.replace('/', '_')}_{cost_mode}"
         target = out if len(panels) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
-        figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}"))
+        figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}", log_cost))
         all_curves.extend(curves)
     return figures, all_curves

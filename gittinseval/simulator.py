@@ -19,6 +19,8 @@ __all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "RunResult", "regret_at", "simula
 
 TRACE_COLUMNS = ("step", "arm", "batch_size", "cost", "cost_pct", "recommended", "regret")
 REPORT_PERCENTS = (1, 2, 5)
+# Benchmark facts that reports group by (MMLU subject, difficulty and size buckets; matrix seed).
+BENCHMARK_FACTS = ("subject", "difficulty", "size", "matrix_seed")
 
 
 @dataclass
@@ -45,7 +47,11 @@ class RunResult:
             if len(columns[0]):
                 table = np.column_stack([c.astype(np.float64) for c in columns])
                 np.savetxt(handle, table, delimiter=",", fmt=[formats.get(n, "%d") for n in TRACE_COLUMNS])
-        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        # summary.json marks a finished run (sweeps skip it on a re-run), so it is written
+        # last and whole: a run killed mid-save leaves no summary.json at all.
+        partial = directory / "summary.json.partial"
+        partial.write_text(json.dumps(self.summary, indent=2) + "\n")
+        partial.replace(directory / "summary.json")
 
     @classmethod
     def load(cls, directory: str | Path) -> RunResult:
@@ -153,6 +159,9 @@ def simulate(
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
         "benchmark": benchmark.name,
+        "benchmark_details": {
+            key: benchmark.details[key] for key in BENCHMARK_FACTS if key in benchmark.details
+        },
         "stand_in": benchmark.stand_in,
         "data_source": benchmark.source,
         "policy": policy.name,

@@ -1,0 +1,204 @@
+"""``gittinseval-report``: figures and tables of one or more sweeps, per panel.
+
+A *panel* is what one figure of the paper shows: one benchmark family and cost
+mode.  GSM8K and PIQA pool their five matrix seeds; MMLU pools its subjects by the
+paper's buckets (``difficulty-size``, e.g. ``hard-large``), by size group
+(``--mmlu-panels size``, the sensitivity studies), or shows each subject alone
+(``--mmlu-panels subject``).  Within a panel, one curve per
+method label; when a setting (``batch_size``, ``lam`` or ``kappa``) takes several
+values among a label's runs, each value is its own curve (the sensitivity studies
+and the recommendation ablation).
+
+Curves are aggregated as in :mod:`gittinseval.plotting` (350-point grid, ±1 SE,
+BO after its initial design; on the default log cost axis the grid is spaced
+evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each table row gives, over the curve's runs:
+
+- the mean ± SE of the simple regret after the last batch at or below 1, 2, 5 and
+  10 % of the exhaustive cost (runs with no batch that cheap are left out of that
+  column, as are runs whose budget ends below that share; the column says how many
+  runs it has when that is not all of them);
+- the mean ± SE cost at which the stopping signal fired, over the runs where it
+  fired, and the share of runs where it fired;
+- the median wall time of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gittinseval.plotting import aggregate_group, find_runs, plot_curves
+from gittinseval.simulator import RunResult, regret_at
+
+__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "panels", "write_report"]
+
+TABLE_PERCENTS = (1, 2, 5, 10)
+MMLU_PANELS = ("bucket", "size", "subject")
+# Settings that name their own curve when they vary among one label's runs.
+SWEPT_SETTINGS = (("batch_size", "B"), ("lam", "λ"), ("kappa", "κ"))
+
+
+@dataclass
+class Panel:
+    """Runs drawn in one figure: ``curves`` maps a curve label to its runs."""
+
+    key: str
+    title: str
+    curves: dict[str, list[RunResult]]
+
+
+def _family(run: RunResult, mmlu_panels: str) -> tuple[str, str]:
+    """(file-name key, title) of the panel a run belongs to, without the cost mode."""
+    name = run.summary["benchmark"]
+    details = run.summary.get("benchmark_details") or {}
+    if name.startswith("mmlu/"):
+        if mmlu_panels == "subject" or "difficulty" not in details:
+            return name.replace("/", "_"), f"MMLU {details.get('subject', name[5:])}"
+        if mmlu_panels == "size":
+            return f"mmlu_{details['size']}", f"MMLU {details['size']} subjects"
+        bucket = f"{details['difficulty']}-{details['size']}"
+        return f"mmlu_{bucket}", f"MMLU {bucket}"
+    # "gsm8k_standin/m3" -> the GSM8K panel pools its matrix seeds.
+    family = re.sub(r"/m\d+$", "", name)
+    return family.replace("/", "_"), family
+
+
+def _curve_label(run: RunResult, varying: set[str]) -> str:
+    parts = [run.summary["label"]]
+    parts += [f"{symbol}={run.summary[key]}" for key, symbol in SWEPT_SETTINGS if key in varying]
+    return " ".join(parts)
+
+
+def panels(runs: list[RunResult], mmlu_panels: str = "bucket") -> list[Panel]:
+    """Group ``runs`` into panels and curves (module docstring), in order of first appearance."""
+    if mmlu_panels not in MMLU_PANELS:
+        raise ValueError(f"mmlu_panels must be one of {', '.join(MMLU_PANELS)}, got {mmlu_panels!r}")
+    grouped: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
+    titles: dict[tuple[str, str], str] = {}
+    for run in runs:
+        if not len(run.trace["step"]):
+            continue
+        family, title = _family(run, mmlu_panels)
+        cost_mode = run.summary["cost_mode"]
+        key = (family, cost_mode)
+        grouped[key].append(run)
+        stand_in = " [stand-in data]" if run.summary.get("stand_in") else ""
+        titles[key] = f"{title} ({cost_mode} cost){stand_in}"
+    result = []
+    for (family, cost_mode), members in grouped.items():
+        values: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+        for run in members:
+            for key, _ in SWEPT_SETTINGS:
+                values[run.summary["label"]][key].add(run.summary.get(key))
+        curves: dict[str, list[RunResult]] = defaultdict(list)
+        for run in members:
+            by_key = values[run.summary["label"]]
+            varying = {key for key, _ in SWEPT_SETTINGS if len(by_key[key]) > 1}
+            curves[_curve_label(run, varying)].append(run)
+        result.append(Panel(f"{family}_{cost_mode}", titles[(family, cost_mode)], dict(curves)))
+    return result
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    mean = float(np.mean(values))
+    se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
+    return mean, se
+
+
+def _cell(values: list[float], n_runs: int, digits: int = 4) -> str:
+    if not values:
+        return "–"
+    mean, se = _mean_se(values)
+    text = f"{mean:.{digits}f} ± {se:.{digits}f}"
+    return text if len(values) == n_runs else f"{text} (n={len(values)})"
+
+
+def curve_rows(panel: Panel) -> list[dict[str, str]]:
+    """One table row per curve of ``panel`` (columns in the module docstring)."""
+    rows = []
+    for label, members in panel.curves.items():
+        row = {"method": label, "runs": str(len(members))}
+        for percent in TABLE_PERCENTS:
+            regrets = [
+                regret_at(r.trace["cost_pct"], r.trace["regret"], percent)
+                for r in members
+                if percent <= 100 * r.summary["budget_fraction"] + 1e-9  # a run says nothing past its budget
+            ]
+            row[f"regret @ {percent}%"] = _cell([v for v in regrets if v is not None], len(members))
+        stops = [r.summary["stop_cost_pct"] for r in members if r.summary.get("stop_cost_pct") is not None]
+        row["stop cost %"] = _cell(stops, len(stops), digits=3)
+        row["stopped"] = f"{len(stops)}/{len(members)}"
+        row["median wall s"] = f"{statistics.median(r.summary['wall_time_s'] for r in members):.3g}"
+        rows.append(row)
+    return rows
+
+
+def _markdown(panel: Panel) -> str:
+    rows = curve_rows(panel)
+    header = list(rows[0])
+    lines = [f"### {panel.title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(
+    sweep_dirs: list[str | Path], out: str | Path, mmlu_panels: str = "bucket", log_cost: bool = True
+) -> Path:
+    """Write ``<panel>.png`` and ``<panel>.md`` per panel and ``report.md`` (every table) into ``out``."""
+    runs = [run for sweep_dir in sweep_dirs for run in find_runs(sweep_dir)]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sections = [
+        "# GittinsEval report",
+        "",
+        "Sweeps: " + ", ".join(f"`{Path(d)}`" for d in sweep_dirs),
+        "",
+        "Simple regret after the last batch at or below each share of the exhaustive cost (mean ± SE over runs); "
+        "stop cost over the runs whose stopping signal fired.",
+        "",
+    ]
+    for panel in panels(runs, mmlu_panels):
+        curves = [aggregate_group(label, members, log_grid=log_cost) for label, members in panel.curves.items()]
+        plot_curves(curves, out / f"{panel.key}.png", panel.title, log_cost=log_cost)
+        table = _markdown(panel)
+        (out / f"{panel.key}.md").write_text(table)
+        sections += [table, f"![{panel.title}]({panel.key}.png)", ""]
+    report = out / "report.md"
+    report.write_text("\n".join(sections))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="gittinseval-report",
+        description="Figures (PNG) and markdown tables of regret, stopping and wall time for one or more sweeps.",
+    )
+    parser.add_argument("sweep_dirs", nargs="+", help="sweep directories (any directory holding runs)")
+    parser.add_argument("--out", default=None, help="output directory (default: <first sweep>/report)")
+    parser.add_argument(
+        "--mmlu-panels",
+        choices=MMLU_PANELS,
+        default="bucket",
+        help="pool MMLU subjects by difficulty-size bucket or by size group, or one panel per subject "
+        "(default: %(default)s)",
+    )
+    parser.add_argument("--linear", action="store_true", help="linear cost axis (default: log scale)")
+    args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else Path(args.sweep_dirs[0]) / "report"
+    try:
+        report = write_report(args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(2, f"gittinseval-report: error: {error}\n")
+    print(report.read_text())
+    print(f"wrote {out}/ (report.md, one PNG and one table per panel)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""gittinseval-report: panels and curves, table numbers against a direct computation, files written."""
+
+import numpy as np
+import pytest
+
+from gittinseval.report import curve_rows, main, panels, write_report
+from gittinseval.simulator import RunResult
+
+
+def fake_run(benchmark, label, cost_pct, regret, *, seed=0, stop=None, cost_mode="unit", kappa=1.0, details=None,
+             stand_in=False, wall=1.0):
+    cost_pct, regret = np.asarray(cost_pct, float), np.asarray(regret, float)
+    n = len(cost_pct)
+    trace = {
+        "step": np.arange(1, n + 1), "arm": np.zeros(n, int), "batch_size": np.full(n, 8), "cost": cost_pct,
+        "cost_pct": cost_pct, "recommended": np.zeros(n, int), "regret": regret,
+    }
+    summary = {
+        "benchmark": benchmark, "benchmark_details": details or {}, "label": label, "seed": seed,
+        "stop_cost_pct": stop, "cost_mode": cost_mode, "stand_in": stand_in, "batch_size": 8, "lam": 1e-4,
+        "kappa": kappa, "budget_fraction": 0.1, "wall_time_s": wall,
+    }
+    return RunResult(trace, summary)
+
+
+def test_gsm8k_matrices_pool_mmlu_subjects_pool_by_bucket_and_a_varying_setting_splits_curves():
+    hard_large = {"difficulty": "hard", "size": "large", "subject": "x"}
+    runs = [
+        fake_run("gsm8k_standin/m1", "GittinsEval-G", [1, 2], [0.2, 0.1], stand_in=True),
+        fake_run("gsm8k_standin/m2", "GittinsEval-G", [1, 2], [0.2, 0.0], stand_in=True),
+        fake_run("mmlu/moral_scenarios", "GittinsEval-G", [1, 2], [0.1, 0.0], kappa=1.0, details=hard_large),
+        fake_run("mmlu/professional_law", "GittinsEval-G", [1, 2], [0.3, 0.2], kappa=0.0, details=hard_large),
+    ]
+    gsm8k, mmlu = panels(runs)
+    assert gsm8k.key == "gsm8k_standin_unit" and "[stand-in data]" in gsm8k.title
+    assert list(gsm8k.curves) == ["GittinsEval-G"] and len(gsm8k.curves["GittinsEval-G"]) == 2
+    assert mmlu.key == "mmlu_hard-large_unit" and "stand-in" not in mmlu.title
+    assert sorted(mmlu.curves) == ["GittinsEval-G κ=0.0", "GittinsEval-G κ=1.0"]
+    by_subject = panels(runs, mmlu_panels="subject")
+    assert [p.key for p in by_subject] == ["gsm8k_standin_unit", "mmlu_moral_scenarios_unit",
+                                           "mmlu_professional_law_unit"]
+    assert [p.key for p in panels(runs, mmlu_panels="size")][1] == "mmlu_large_unit"
+    with pytest.raises(ValueError, match="mmlu_panels"):
+        panels(runs, mmlu_panels="bucket_size")
+
+
+def test_table_numbers_equal_a_direct_computation():
+    rng = np.random.default_rng(0)
+    runs = []
+    for seed in range(5):
+        cost = np.sort(rng.uniform(0.1, 10.0, size=30))
+        regret = rng.uniform(0, 0.3, size=30)
+        stop = float(cost[10]) if seed % 2 == 0 else None
+        runs.append(fake_run("toy", "UCB-E", cost, regret, seed=seed, stop=stop, wall=float(seed + 1)))
+    (panel,) = panels(runs)
+    (row,) = curve_rows(panel)
+    for percent in (1, 2, 5, 10):
+        values = []
+        for run in runs:
+            below = run.trace["cost_pct"] <= percent
+            if below.any():
+                values.append(run.trace["regret"][below][-1])
+        mean, se = np.mean(values), np.std(values, ddof=1) / np.sqrt(len(values))
+        expected = f"{mean:.4f} ± {se:.4f}" + ("" if len(values) == 5 else f" (n={len(values)})")
+        assert row[f"regret @ {percent}%"] == expected
+    stops = [r.summary["stop_cost_pct"] for r in runs if r.summary["stop_cost_pct"] is not None]
+    assert row["stop cost %"] == f"{np.mean(stops):.3f} ± {np.std(stops, ddof=1) / np.sqrt(3):.3f}"
+    assert row["stopped"] == "3/5" and row["median wall s"] == "3" and row["runs"] == "5"
+
+
+def test_a_column_past_the_runs_budget_is_empty():
+    run = fake_run("toy", "UCB-E", [0.5, 1.0, 2.0], [0.3, 0.2, 0.1])
+    run.summary["budget_fraction"] = 0.02
+    (row,) = curve_rows(panels([run])[0])
+    assert row["regret @ 2%"] == "0.1000 ± 0.0000" and row["regret @ 5%"] == "–" and row["regret @ 10%"] == "–"
+
+
+def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
+    for seed in range(2):
+        fake_run("toy", "UCB-E", [0.5, 1.0, 5.0], [0.3, 0.2, 0.0], seed=seed).save(tmp_path / "sweep" / f"s{seed}")
+        fake_run("toy", "GittinsEval-S", [0.5, 1.0, 5.0], [0.2, 0.0, 0.0], seed=seed, stop=1.0, cost_mode="aware"
+                 ).save(tmp_path / "other" / f"s{seed}")
+    report = write_report([tmp_path / "sweep", tmp_path / "other"], tmp_path / "out")
+    text = report.read_text()
+    assert "### toy (unit cost)" in text and "### toy (aware cost)" in text and "| GittinsEval-S | 2 |" in text
+    for name in ("toy_unit", "toy_aware"):
+        assert (tmp_path / "out" / f"{name}.png").stat().st_size > 10_000
+        assert (tmp_path / "out" / f"{name}.md").read_text() in text
+    main([str(tmp_path / "sweep"), "--linear"])
+    assert "wrote" in capsys.readouterr().out and (tmp_path / "sweep" / "report" / "report.md").is_file()
+    with pytest.raises(SystemExit) as error:
+        main([str(tmp_path / "empty")])
+    assert error.value.code == 2
