@@ -49,7 +49,7 @@ class PlotSweep(Callback):
         self.started = time.time()
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        total = sweep_size(config)
+        total = sweep_size(config) * int(config.get("trials", 1))  # every job runs `trials` seeds
         (sweep_dir / SIZE_FILE).write_text(f"{total}\n")
         finished = len(_finished_runs(sweep_dir))
         if finished:

@@ -1,4 +1,4 @@
-"""The ``gittinseval`` command: a thin Hydra entry point around :func:`run_experiment`."""
+"""The ``gittinseval`` command: a thin Hydra entry point around :func:`~gittinseval.experiment.run_trials`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.data import mmlu_subjects
-from gittinseval.experiment import run_experiment
+from gittinseval.experiment import run_trials
 from gittinseval.launchers import check_launcher
 
 __all__ = ["CONFIG_DIR", "expand_subject_sweep", "main"]
@@ -48,7 +48,7 @@ def _app(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        result = run_experiment(
+        results = run_trials(
             cfg,
             hydra_cfg.runtime.output_dir,
             name=hydra_cfg.job.override_dirname or None,
@@ -61,7 +61,7 @@ def _app(cfg: DictConfig) -> float | None:
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
         print(f"gittinseval: error: {cause}", file=sys.stderr)
         raise SystemExit(2) from None
-    return result.summary["final_regret"]
+    return results[0].summary["final_regret"] if len(results) == 1 else None
 
 
 def main() -> None:

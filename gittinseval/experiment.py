@@ -14,18 +14,18 @@ from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
 from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int
 
-__all__ = ["config_digest", "finished_run", "run_experiment"]
+__all__ = ["config_digest", "finished_run", "run_experiment", "run_trials"]
 
 # Settings that do not change a run's result: a finished run is reused across them.
-PRESENTATION_KEYS = ("logger", "progress")
+RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials")
 
 log = logging.getLogger(__name__)
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """SHA-256 of the resolved config without :data:`PRESENTATION_KEYS`: equal digests, equal runs."""
+    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`: equal digests, equal runs."""
     settings = OmegaConf.to_container(cfg, resolve=True)
-    for key in PRESENTATION_KEYS:
+    for key in RESULT_NEUTRAL_KEYS:
         settings.pop(key, None)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
@@ -46,6 +46,32 @@ def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
             "(or hydra.run.dir), or move that run away"
         )
     return saved
+
+
+def run_trials(
+    cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
+) -> list[RunResult]:
+    """``cfg.trials`` runs of ``cfg`` with seeds ``cfg.seed, cfg.seed + 1, ...`` in this process.
+
+    One trial is :func:`run_experiment` into ``output_dir``; several go into
+    ``output_dir/seed=<s>``, each the same run (same trace, same ``config_digest``)
+    as a single run with ``seed=<s>``.  In one process the benchmark and the root
+    tables are built once for all trials, so a sweep of cheap runs spends its time
+    on the runs rather than on starting jobs: ``-m seed=0,20,40 trials=20``.
+    """
+    trials = non_negative_int("trials", cfg.get("trials", 1))
+    if trials < 1:
+        raise ConfigError(f"trials must be a positive integer (runs per job), got {trials}")
+    if trials == 1:
+        return [run_experiment(cfg, output_dir, name, group)]
+    first = non_negative_int("seed", cfg.seed)
+    results = []
+    for seed in range(first, first + trials):
+        trial = cfg.copy()
+        trial.seed = seed
+        label = f"seed={seed}"
+        results.append(run_experiment(trial, Path(output_dir) / label, f"{name},{label}" if name else label, group))
+    return results
 
 
 def run_experiment(

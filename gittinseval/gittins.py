@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,29 @@ def argmax_by_priority(values: np.ndarray, priority: np.ndarray) -> int:
     if best == -np.inf:
         return -1
     return int(np.argmin(np.where(values == best, priority, priority.size)))
+
+
+@lru_cache(maxsize=256)
+def _completed_root_table(
+    n_examples: int,
+    batch_size: int,
+    prior_var: float,
+    costs: tuple[float, ...],
+    cell_var: float,
+    grid_points: int,
+    refine: bool,
+) -> np.ndarray:
+    """``[C, H + 1]`` read-only :func:`root_schedule` table with stage ``H`` (a completed arm) at 0.
+
+    Cached per process: the tables depend only on these settings, so the runs of one
+    sweep that share them (every seed of a subject and cost mode) compute them once.
+    """
+    roots = root_schedule(
+        n_examples, batch_size, prior_var, np.array(costs), cell_var=cell_var, grid_points=grid_points, refine=refine
+    )
+    table = np.concatenate([roots, np.zeros((len(costs), 1))], axis=1)
+    table.flags.writeable = False
+    return table
 
 
 class GittinsPolicy(Policy):
@@ -156,16 +180,15 @@ class GittinsPolicy(Policy):
         A completed arm has root 0, so its index is its full-row mean.
         """
         if grid_index not in self._tables:
-            roots = root_schedule(
+            self._tables[grid_index] = _completed_root_table(
                 self.problem.n_examples,
                 self.resolved_batch_size,
-                prior_var,
-                self.lam * self.distinct_costs,
-                cell_var=self.cell_var,
-                grid_points=self.grid_points,
-                refine=self.refine_roots,
+                float(prior_var),
+                tuple(float(c) for c in self.lam * self.distinct_costs),
+                float(self.cell_var),
+                int(self.grid_points),
+                bool(self.refine_roots),
             )
-            self._tables[grid_index] = np.concatenate([roots, np.zeros((len(self.distinct_costs), 1))], axis=1)
         return self._tables[grid_index]
 
     def _refresh_all_arms(self) -> None:

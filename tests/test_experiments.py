@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -12,7 +13,7 @@ from omegaconf import OmegaConf
 
 from gittinseval.callbacks import sweep_size
 from gittinseval.cli import CONFIG_DIR
-from gittinseval.experiment import config_digest, run_experiment
+from gittinseval.experiment import config_digest, run_experiment, run_trials
 from gittinseval.validation import ConfigError
 
 EXPERIMENTS = sorted(
@@ -51,6 +52,13 @@ def test_every_experiment_runs_its_first_sweep_point(experiment, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["config_digest"] == config_digest(cfg) and summary["n_steps"] == len(result.trace["step"]) > 0
     assert summary["total_cost"] >= 0.003 * summary["exhaustive_cost"] or summary["policy"] in ("pbgi", "logei")
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_axis_can_be_narrowed_from_the_command_line(experiment):
+    """Hydra composes the command line alone before it sweeps: each axis narrowed to one value must compose."""
+    for override in first_values(experiment):
+        compose_config(f"experiment={experiment}", override)
 
 
 def test_methods_set_policy_and_prior():
@@ -92,3 +100,20 @@ def test_a_rerun_sweep_skips_its_finished_runs_and_leaves_them_untouched(tmp_pat
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in finished} == finished
     assert len(list((tmp_path / "sweep").rglob("summary.json"))) == 3
     assert "sweep progress: 3 of 3 runs finished" in rerun.stderr + rerun.stdout
+
+
+def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
+    settings = ["benchmark.subject=abstract_algebra", "budget=0.01", "logger=none"]
+    batched = run_trials(compose_config(*settings, "seed=4", "trials=3"), tmp_path / "batched")
+    assert [r.summary["seed"] for r in batched] == [4, 5, 6]
+    for result in batched:
+        seed = result.summary["seed"]
+        single_cfg = compose_config(*settings, f"seed={seed}")
+        single = run_experiment(single_cfg, tmp_path / f"single{seed}")
+        saved = json.loads((tmp_path / "batched" / f"seed={seed}" / "summary.json").read_text())
+        assert saved["config_digest"] == config_digest(single_cfg)
+        for column in ("arm", "batch_size", "recommended", "regret", "cost"):
+            np.testing.assert_array_equal(result.trace[column], single.trace[column])
+        assert result.summary["stop_step"] == single.summary["stop_step"]
+    with pytest.raises(ConfigError, match="trials must be a positive integer"):
+        run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")
