@@ -27,7 +27,10 @@ import numpy as np
 
 from gittinseval.simulator import RunResult
 
-__all__ = ["RegretCurve", "aggregate_group", "aggregate_runs", "find_runs", "plot_curves", "plot_sweep"]
+__all__ = [
+    "RegretCurve", "aggregate_group", "aggregate_runs", "find_runs", "plot_arm_quality", "plot_curves", "plot_sweep",
+    "plot_wall_times",
+]
 
 GRID_POINTS = 350
 
@@ -213,3 +216,76 @@ def plot_sweep(
         figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}", log_cost))
         all_curves.extend(curves)
     return figures, all_curves
+
+
+def plot_arm_quality(benchmarks: list, out: str | Path, title: str, prior_means: list[float | None]) -> Path:
+    """Histograms of the arms' full-row means, one panel per benchmark (paper App. "arm quality").
+
+    Each panel marks the mean over arms (red), the best arm (green) and, when given,
+    the benchmark's prior mean (purple).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n_panels = len(benchmarks)
+    columns = min(n_panels, 5)
+    rows = -(-n_panels // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.2 * rows), dpi=150, squeeze=False)
+    for ax, benchmark, prior_mean in zip(axes.flat, benchmarks, prior_means, strict=False):
+        means = benchmark.row_means
+        ax.hist(means, bins=30, range=(0.0, 1.0), color="0.6")
+        ax.axvline(float(np.mean(means)), color="red", lw=1.2, label="mean arm")
+        ax.axvline(float(np.max(means)), color="green", lw=1.2, label="best arm")
+        if prior_mean is not None:
+            ax.axvline(prior_mean, color="purple", lw=1.2, ls="--", label="prior mean")
+        ax.set_title(benchmark.name, fontsize="small")
+        ax.tick_params(labelsize="x-small")
+    for ax in axes.flat[n_panels:]:
+        ax.axis("off")
+    axes.flat[0].legend(frameon=False, fontsize="x-small")
+    fig.suptitle(title)
+    fig.supxlabel("arm accuracy (full-row mean)", fontsize="small")
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, title: str) -> Path:
+    """Bars of the mean wall time per run (± 1 SE) of each method, grouped by panel, on a log axis.
+
+    ``groups`` maps a panel name to ``{method label: [wall seconds of each run]}``
+    (paper App. "timing": total wall time per run, by benchmark and MMLU size group).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(label for methods in groups.values() for label in methods))
+    width = 0.8 / max(len(labels), 1)
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(groups)), 4.2), dpi=150)
+    for i, label in enumerate(labels):
+        positions, means, errors = [], [], []
+        for g, methods in enumerate(groups.values()):
+            if label in methods:
+                times = np.asarray(methods[label], dtype=float)
+                positions.append(g + (i - (len(labels) - 1) / 2) * width)
+                means.append(times.mean())
+                errors.append(times.std(ddof=1) / np.sqrt(len(times)) if len(times) > 1 else 0.0)
+        ax.bar(positions, means, width, yerr=errors, color=f"C{i % 10}", label=label, capsize=2)
+    ax.set_xticks(range(len(groups)), list(groups), fontsize="small")
+    ax.set_yscale("log")
+    ax.set_ylabel("wall time per run (s, log scale)")
+    ax.set_title(title)
+    ax.legend(frameon=False, fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out

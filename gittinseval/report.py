@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gittinseval.plotting import aggregate_group, find_runs, plot_curves
+from gittinseval.plotting import aggregate_group, find_runs, plot_curves, plot_wall_times
 from gittinseval.simulator import RunResult, regret_at
 
 __all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "panels", "write_report"]
@@ -151,7 +151,8 @@ def _markdown(panel: Panel) -> str:
 def write_report(
     sweep_dirs: list[str | Path], out: str | Path, mmlu_panels: str = "bucket", log_cost: bool = True
 ) -> Path:
-    """Write ``<panel>.png`` and ``<panel>.md`` per panel and ``report.md`` (every table) into ``out``."""
+    """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
+    time per run of every method and panel) and ``report.md`` (every table) into ``out``."""
     runs = [run for sweep_dir in sweep_dirs for run in find_runs(sweep_dir)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -164,12 +165,20 @@ def write_report(
         "stop cost over the runs whose stopping signal fired.",
         "",
     ]
+    wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
     for panel in panels(runs, mmlu_panels):
+        cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
+        wall_times[cost_mode][panel.title.split(" (")[0]] = {
+            label: [r.summary["wall_time_s"] for r in members] for label, members in panel.curves.items()
+        }
         curves = [aggregate_group(label, members, log_grid=log_cost) for label, members in panel.curves.items()]
         plot_curves(curves, out / f"{panel.key}.png", panel.title, log_cost=log_cost)
         table = _markdown(panel)
         (out / f"{panel.key}.md").write_text(table)
         sections += [table, f"![{panel.title}]({panel.key}.png)", ""]
+    for cost_mode, groups in wall_times.items():
+        figure = plot_wall_times(groups, out / f"timing_{cost_mode}.png", f"Wall time per run ({cost_mode} cost)")
+        sections += [f"![Wall time per run ({cost_mode} cost)]({figure.name})", ""]
     report = out / "report.md"
     report.write_text("\n".join(sections))
     return report

@@ -67,3 +67,33 @@ def test_plot_sweep_draws_one_figure_per_benchmark_and_cost_mode(tmp_path):
     figures, curves = plot_sweep(tmp_path, tmp_path / "fig.png")
     assert sorted(f.name for f in figures) == ["fig_toy_aware.png", "fig_toy_unit.png"]
     assert sorted(c.n_runs for c in curves) == [1, 2]
+
+
+def test_arm_quality_marks_mean_best_and_prior(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from gittinseval.data import Benchmark
+    from gittinseval.plotting import plot_arm_quality
+
+    drawn = []
+    original = matplotlib.axes.Axes.axvline
+
+    def recording_axvline(self, x, **kw):
+        drawn.append((round(float(x), 12), kw.get("label")))
+        return original(self, x, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "axvline", recording_axvline)
+    scores = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0]], dtype=float)  # row means 0.25, 0.5, 0.75
+    out = plot_arm_quality([Benchmark("toy", scores)], tmp_path / "q.png", "toy", [0.4])
+    assert out.stat().st_size > 5_000
+    assert drawn == [(0.5, "mean arm"), (0.75, "best arm"), (0.4, "prior mean")]
+
+
+def test_data_quality_command_writes_the_papers_figures(tmp_path, capsys):
+    from gittinseval.data.catalog import main
+
+    main(["quality", "gsm8k", "--out", str(tmp_path)])
+    assert (tmp_path / "arm_quality_gsm8k.png").is_file() and "wrote" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as error:
+        main(["quality", "bogus", "--out", str(tmp_path)])
+    assert error.value.code == 2

@@ -83,6 +83,7 @@ def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
     report = write_report([tmp_path / "sweep", tmp_path / "other"], tmp_path / "out")
     text = report.read_text()
     assert "### toy (unit cost)" in text and "### toy (aware cost)" in text and "| GittinsEval-S | 2 |" in text
+    assert (tmp_path / "out" / "timing_unit.png").is_file() and (tmp_path / "out" / "timing_aware.png").is_file()
     for name in ("toy_unit", "toy_aware"):
         assert (tmp_path / "out" / f"{name}.png").stat().st_size > 10_000
         assert (tmp_path / "out" / f"{name}.md").read_text() in text
