@@ -76,8 +76,19 @@ def _curve_label(run: RunResult, varying: set[str]) -> str:
     return " ".join(parts)
 
 
+def _natural_key(label: str) -> list[tuple[int, float | str]]:
+    """Sort key that orders ``B=8`` before ``B=16`` and ``λ=1e-05`` before ``λ=0.0001``."""
+    key: list[tuple[int, float | str]] = []
+    for part in re.split(r"=", label):
+        try:
+            key.append((0, float(part.split()[0])))
+        except (ValueError, IndexError):
+            key.append((1, part))
+    return key
+
+
 def panels(runs: list[RunResult], mmlu_panels: str = "bucket") -> list[Panel]:
-    """Group ``runs`` into panels and curves (module docstring), in order of first appearance."""
+    """Group ``runs`` into panels (in order of first appearance) and curves (by label, then setting)."""
     if mmlu_panels not in MMLU_PANELS:
         raise ValueError(f"mmlu_panels must be one of {', '.join(MMLU_PANELS)}, got {mmlu_panels!r}")
     grouped: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
@@ -102,7 +113,8 @@ def panels(runs: list[RunResult], mmlu_panels: str = "bucket") -> list[Panel]:
             by_key = values[run.summary["label"]]
             varying = {key for key, _ in SWEPT_SETTINGS if len(by_key[key]) > 1}
             curves[_curve_label(run, varying)].append(run)
-        result.append(Panel(f"{family}_{cost_mode}", titles[(family, cost_mode)], dict(curves)))
+        ordered = dict(sorted(curves.items(), key=lambda item: _natural_key(item[0])))
+        result.append(Panel(f"{family}_{cost_mode}", titles[(family, cost_mode)], ordered))
     return result
 
 

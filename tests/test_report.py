@@ -92,3 +92,13 @@ def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
     with pytest.raises(SystemExit) as error:
         main([str(tmp_path / "empty")])
     assert error.value.code == 2
+
+
+def test_curves_of_a_swept_setting_are_in_numeric_order():
+    runs = []
+    for batch_size in (32, 8, 16):
+        run = fake_run("toy", "GittinsEval-S", [1, 2], [0.1, 0.0])
+        run.summary["batch_size"] = batch_size
+        runs.append(run)
+    (panel,) = panels(runs)
+    assert list(panel.curves) == ["GittinsEval-S B=8", "GittinsEval-S B=16", "GittinsEval-S B=32"]
