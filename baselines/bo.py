@@ -178,7 +178,7 @@ class ConfigurationBOPolicy(Policy):
             raise ValueError(f"features must be a [K, D] array of categorical codes, got shape {features.shape}")
         self.problem = problem
         self.rng = rng
-        self.inputs = torch.as_tensor(features, dtype=DTYPE)
+        self.inputs = torch.tensor(features, dtype=DTYPE)  # a copy: benchmark arrays are read-only
         self.query_costs = problem.n_examples * problem.costs
         # Unit cost (every c_k = 1): one configuration evaluation is the unit of lambda.
         unit_cost = bool(np.all(problem.costs == 1.0))
