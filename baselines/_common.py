@@ -11,8 +11,7 @@ import math
 
 import numpy as np
 
-from gittinseval.gittins import argmax_by_priority
-from gittinseval.protocol import EvaluationProblem
+from gittinseval.protocol import EvaluationProblem, argmax_by_priority
 
 __all__ = ["RunningMeans", "cell_budget"]
 

@@ -46,8 +46,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
-from gittinseval.gittins import argmax_by_priority
-from gittinseval.protocol import EvaluationProblem, Policy, Request, validate_scores
+from gittinseval.protocol import EvaluationProblem, Policy, Request, argmax_by_priority, validate_scores
 
 __all__ = ["ConfigurationBOPolicy", "fit_mixed_gp", "hyperparameters_of", "initial_design_size", "mixed_gp"]
 

@@ -10,8 +10,14 @@ from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 
 from baselines._common import RunningMeans, cell_budget
-from gittinseval.gittins import argmax_by_priority
-from gittinseval.protocol import EvaluationProblem, Policy, Request, check_batch_size, validate_scores
+from gittinseval.protocol import (
+    EvaluationProblem,
+    Policy,
+    Request,
+    argmax_by_priority,
+    check_batch_size,
+    validate_scores,
+)
 
 __all__ = ["PromptEvalPolicy", "rasch_completion"]
 

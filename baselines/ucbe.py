@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 from baselines._common import RunningMeans
-from gittinseval.gittins import argmax_by_priority
 from gittinseval.protocol import (
     EvaluationProblem,
     Policy,
     RandomExampleOrder,
     Request,
+    argmax_by_priority,
     check_batch_size,
     excluding,
     resolve_batch_size,

@@ -16,6 +16,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
+    argmax_by_priority,
     check_batch_size,
     excluding,
     resolve_batch_size,
@@ -23,20 +24,7 @@ from gittinseval.protocol import (
 )
 from gittinseval.roots import EmpiricalTargetChain, root_schedule
 
-__all__ = ["GittinsPolicy", "argmax_by_priority"]
-
-
-def argmax_by_priority(values: np.ndarray, priority: np.ndarray) -> int:
-    """Index of the largest value; among exact ties, the one with the lowest priority.
-
-    ``priority`` is a per-run random ranking of the arms, so ties are broken at
-    random but the same way whenever they recur.  Returns -1 if every value is
-    ``-inf``.
-    """
-    best = values.max()
-    if best == -np.inf:
-        return -1
-    return int(np.argmin(np.where(values == best, priority, priority.size)))
+__all__ = ["GittinsPolicy"]
 
 
 @lru_cache(maxsize=256)

@@ -38,6 +38,7 @@ import numpy as np
 
 __all__ = [
     "FALLBACK_BATCH_SIZE",
+    "argmax_by_priority",
     "EvaluationProblem",
     "Policy",
     "RandomExampleOrder",
@@ -239,6 +240,19 @@ class Policy(ABC):
     def diagnostics(self) -> dict[str, Any]:
         """Facts about the finished run recorded in its summary (JSON values)."""
         return {}
+
+
+def argmax_by_priority(values: np.ndarray, priority: np.ndarray) -> int:
+    """Index of the largest value; among exact ties, the one with the lowest priority.
+
+    ``priority`` is a per-run random ranking of the arms, so ties are broken at
+    random but the same way whenever they recur.  Returns -1 if every value is
+    ``-inf``.
+    """
+    best = values.max()
+    if best == -np.inf:
+        return -1
+    return int(np.argmin(np.where(values == best, priority, priority.size)))
 
 
 def excluding(values: np.ndarray, busy: frozenset[int]) -> np.ndarray:

@@ -11,7 +11,7 @@ from gittinseval import (
     Request,
     root_schedule,
 )
-from gittinseval.gittins import argmax_by_priority
+from gittinseval.protocol import argmax_by_priority
 
 
 def make_problem(costs, n_examples, budget=None, prior_mean=0.5, prior_var=0.04):
