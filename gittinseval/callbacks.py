@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
@@ -19,8 +19,10 @@ __all__ = ["PlotSweep", "sweep_size"]
 log = logging.getLogger(__name__)
 
 # Written into the sweep directory at its start: the number of runs of the sweep, read
-# by every job (jobs may run in other processes or on other machines).
+# by every job (jobs may run in other processes or on other machines), and a file to
+# which each job appends one line when it ends.
 SIZE_FILE = ".sweep_size"
+DONE_FILE = ".sweep_done"
 
 
 def sweep_size(config: DictConfig) -> int:
@@ -41,16 +43,22 @@ def _finished_runs(sweep_dir: Path) -> list[Path]:
     return list(sweep_dir.rglob("summary.json"))
 
 
+def _done_counts(sweep_dir: Path) -> tuple[int, int]:
+    """(runs ended, runs of them reused as finished earlier) of the current sweep."""
+    rows = [line.split() for line in (sweep_dir / DONE_FILE).read_text().splitlines() if line.strip()]
+    return sum(int(runs) for runs, _ in rows), sum(int(reused) for _, reused in rows)
+
+
 class PlotSweep(Callback):
     """Around a multirun: progress after every run; at the end, how many runs were
     skipped as finished earlier, the regret figure and where everything is."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self.started = time.time()
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         total = sweep_size(config) * int(config.get("trials", 1))  # every job runs `trials` seeds
         (sweep_dir / SIZE_FILE).write_text(f"{total}\n")
+        (sweep_dir / DONE_FILE).write_text("")
         finished = len(_finished_runs(sweep_dir))
         if finished:
             log.info("%s already holds %d finished runs; runs of the same config are skipped", sweep_dir, finished)
@@ -61,17 +69,23 @@ class PlotSweep(Callback):
         if not size_file.is_file():  # a single run, not a multirun
             return
         total = int(size_file.read_text())
-        done = len(_finished_runs(sweep_dir))
+        completed = job_return is not None and job_return.status == JobStatus.COMPLETED
+        outcome = job_return.return_value if completed else None
+        runs, reused = (outcome["runs"], outcome["reused"]) if isinstance(outcome, dict) else (0, 0)
+        # One short append per job is atomic on a local file opened for appending, so
+        # jobs in parallel processes count without a lock.
+        with open(sweep_dir / DONE_FILE, "a") as done_file:
+            done_file.write(f"{runs} {reused}\n")
+        done = _done_counts(sweep_dir)[0]
         log.info("sweep progress: %d of %d runs finished (%.0f%%)", done, total, 100 * done / max(total, 1))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        started = getattr(self, "started", time.time())
-        summaries = _finished_runs(sweep_dir)
-        skipped = sum(path.stat().st_mtime < started for path in summaries)
         print(f"\nRuns (trace.csv, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
-        if skipped:
-            print(f"Skipped {skipped} runs finished earlier with the same config; ran {len(summaries) - skipped}.")
+        if (sweep_dir / DONE_FILE).is_file():
+            runs, reused = _done_counts(sweep_dir)
+            if reused:
+                print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
         figures, curves = plot_sweep(sweep_dir)
         for curve in curves:
             stop = "no signal" if curve.stop_pct is None else f"mean stop at {curve.stop_pct:.3g}%"

@@ -44,7 +44,7 @@ def expand_subject_sweep(argv: list[str]) -> list[str]:
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
-def _app(cfg: DictConfig) -> float | None:
+def _app(cfg: DictConfig) -> dict[str, float | int | None]:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
@@ -61,7 +61,12 @@ def _app(cfg: DictConfig) -> float | None:
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
         print(f"gittinseval: error: {cause}", file=sys.stderr)
         raise SystemExit(2) from None
-    return results[0].summary["final_regret"] if len(results) == 1 else None
+    # Read by the sweep callback (progress and the number of runs skipped as finished).
+    return {
+        "final_regret": results[0].summary["final_regret"] if len(results) == 1 else None,
+        "runs": len(results),
+        "reused": sum(result.reused for result in results),
+    }
 
 
 def main() -> None:

@@ -89,6 +89,7 @@ def run_experiment(
     saved = finished_run(output_dir, digest)
     if saved is not None:
         log.info("skipped %s: finished earlier with the same config", output_dir)
+        saved.reused = True
         return saved
     budget = fraction_in_unit_interval("budget", cfg.budget)
     seed = non_negative_int("seed", cfg.seed)

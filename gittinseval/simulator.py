@@ -35,6 +35,8 @@ class RunResult:
 
     trace: dict[str, np.ndarray] = field(repr=False)
     summary: dict[str, Any]
+    reused: bool = False
+    """True for a finished run read back instead of run again (a re-run sweep skipped it)."""
 
     def save(self, directory: str | Path) -> None:
         """Write ``trace.csv`` and ``summary.json`` into ``directory``."""
