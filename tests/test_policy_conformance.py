@@ -2,6 +2,8 @@
 with no edit.  Each policy is built from its config with Hydra and run on a small binary
 benchmark with configuration features (so the BO baselines run too)."""
 
+import json
+
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
@@ -47,6 +49,7 @@ def test_the_policy_is_named_after_its_config_and_declares_its_capabilities(name
     assert isinstance(policy.uses_prior, bool) and isinstance(policy.concurrent, bool)
     assert policy.live_limitation is None or isinstance(policy.live_limitation, str)
     assert isinstance(policy.hyperparameters(), dict) and isinstance(policy.diagnostics(), dict)
+    json.dumps(policy.hyperparameters())  # recorded in every summary.json
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
@@ -67,6 +70,17 @@ def test_the_same_seed_gives_the_same_trace(name, bench):
     first, second = run(build(name), bench, seed=3), run(build(name), bench, seed=3)
     for column in ("arm", "batch_size", "recommended", "cost"):
         np.testing.assert_array_equal(first.trace[column], second.trace[column])
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES)
+def test_reset_starts_a_run_afresh(name, bench):
+    """A policy object reused for a second run (after reset) runs exactly as a new one."""
+    reused = build(name)
+    run(reused, bench, seed=5)
+    again, fresh = run(reused, bench, seed=2), run(build(name), bench, seed=2)
+    for column in ("arm", "batch_size", "recommended", "cost"):
+        np.testing.assert_array_equal(again.trace[column], fresh.trace[column])
+    assert json.dumps(again.summary["diagnostics"]) == json.dumps(fresh.summary["diagnostics"])
 
 
 @pytest.mark.parametrize("name", [n for n in POLICY_NAMES if not build(n).uses_prior])
