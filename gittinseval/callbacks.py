@@ -81,7 +81,7 @@ class PlotSweep(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        print(f"\nRuns (trace.csv, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
+        print(f"\nRuns (trace.csv.gz, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
         if (sweep_dir / DONE_FILE).is_file():
             runs, reused = _done_counts(sweep_dir)
             if reused:
@@ -94,4 +94,8 @@ class PlotSweep(Callback):
         for figure in figures:
             print(f"Regret figure: {figure.resolve()}")
         print(f"Summary tables: gittinseval-report {sweep_dir}")
-        print(f"Upload the offline W&B runs with: wandb sync {sweep_dir}/*/wandb/offline-run-*")
+        offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)
+        if offline_run is not None:
+            # Run folders sit one level down, or two with trials= (seed=<s>/ inside the job's).
+            run_folders = "/".join("*" * (len(offline_run.relative_to(sweep_dir).parts) - 2))
+            print(f"Upload the offline W&B runs with: wandb sync {sweep_dir}/{run_folders}/wandb/offline-run-*")

@@ -79,7 +79,7 @@ def run_experiment(
 ) -> RunResult:
     """Instantiate benchmark, cost, prior, policy and logger from ``cfg``; simulate; save.
 
-    Writes ``trace.csv`` and ``summary.json`` (with the config's :func:`config_digest`)
+    Writes ``trace.csv.gz`` and ``summary.json`` (with the config's :func:`config_digest`)
     to ``output_dir`` and hands the run to the configured logger.  If ``output_dir``
     already holds the finished run of the same config, it is returned unchanged and
     nothing is run or logged again.

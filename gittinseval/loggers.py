@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import shutil
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +40,7 @@ class RunLogger(Protocol):
 
 
 class NullLogger:
-    """Logs nothing: the run's ``trace.csv`` and ``summary.json`` are the record."""
+    """Logs nothing: the run's ``trace.csv.gz`` and ``summary.json`` are the record."""
 
     def log_run(self, result, config, directory, name=None, group=None) -> None:  # noqa: D102
         return None
@@ -51,8 +51,9 @@ class WandbLogger:
 
     The W&B run directory is created inside the run's own output directory.  The
     curve is logged at no more than ``max_points`` batches (evenly spaced, plus
-    every batch at which the recommendation changes); the full ``trace.csv`` is
-    saved with the run's files.  The
+    every batch at which the recommendation changes); the full trace is stored once,
+    in the run's output directory, and the W&B run's files link to it (``wandb sync``
+    uploads it).  The
     default mode is ``offline`` (upload later with ``wandb sync``); an online run
     that cannot reach the server within ``init_timeout`` seconds falls back to
     offline with a warning instead of failing the experiment.
@@ -123,7 +124,11 @@ class WandbLogger:
                 step=int(trace["step"][i]),
             )
         run.summary.update({k: v for k, v in result.summary.items() if v is not None})
-        if (directory / "trace.csv").is_file():
-            # Files in the run's own directory are synced with it (`wandb sync`).
-            shutil.copy(directory / "trace.csv", run.dir)
+        trace_path = RunResult.trace_path(directory)
+        if trace_path is not None:
+            # A relative link, not a copy: one stored trace per run, and the sweep folder
+            # can be moved.  Saved from inside run.dir, W&B records it without re-linking.
+            link = Path(run.dir) / trace_path.name
+            link.symlink_to(os.path.relpath(trace_path.resolve(), link.parent.resolve()))
+            run.save(str(link), base_path=run.dir, policy="now")
         run.finish()

@@ -58,12 +58,12 @@ class RegretCurve:
 
 
 def find_runs(sweep_dir: str | Path) -> list[RunResult]:
-    """Every run (a directory with ``summary.json`` and ``trace.csv``) under ``sweep_dir``."""
+    """Every run (a directory with ``summary.json`` and its trace) under ``sweep_dir``."""
     sweep_dir = Path(sweep_dir)
     runs = [RunResult.load(p.parent) for p in sorted(sweep_dir.rglob("summary.json"))
-            if (p.parent / "trace.csv").is_file()]
+            if RunResult.trace_path(p.parent) is not None]
     if not runs:
-        raise FileNotFoundError(f"no runs (summary.json + trace.csv) under {sweep_dir}")
+        raise FileNotFoundError(f"no runs (summary.json + trace.csv.gz) under {sweep_dir}")
     return runs
 
 

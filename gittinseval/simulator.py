@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import time
 from dataclasses import dataclass, field
@@ -15,9 +17,12 @@ from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Policy, Request
 
-__all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "RunResult", "regret_at", "simulate"]
+__all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "TRACE_FILE", "RunResult", "regret_at", "simulate"]
 
 TRACE_COLUMNS = ("step", "arm", "batch_size", "cost", "cost_pct", "recommended", "regret")
+TRACE_FILE = "trace.csv.gz"
+# Runs saved before traces were compressed; still read, so old sweeps stay reportable.
+LEGACY_TRACE_FILE = "trace.csv"
 REPORT_PERCENTS = (1, 2, 5)
 # Benchmark facts that reports group by (MMLU subject, difficulty and size buckets; matrix seed).
 BENCHMARK_FACTS = ("subject", "difficulty", "size", "matrix_seed")
@@ -39,27 +44,40 @@ class RunResult:
     """True for a finished run read back instead of run again (a re-run sweep skipped it)."""
 
     def save(self, directory: str | Path) -> None:
-        """Write ``trace.csv`` and ``summary.json`` into ``directory``."""
+        """Write ``trace.csv.gz`` (gzipped CSV, header :data:`TRACE_COLUMNS`) and ``summary.json``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         formats = {"cost": "%.10g", "cost_pct": "%.10g", "regret": "%.10g"}
         columns = [self.trace[name] for name in TRACE_COLUMNS]
-        with open(directory / "trace.csv", "w") as handle:
-            handle.write(",".join(TRACE_COLUMNS) + "\n")
-            if len(columns[0]):
-                table = np.column_stack([c.astype(np.float64) for c in columns])
-                np.savetxt(handle, table, delimiter=",", fmt=[formats.get(n, "%d") for n in TRACE_COLUMNS])
+        # mtime=0: the same run gives the same bytes.
+        with gzip.GzipFile(directory / TRACE_FILE, "wb", compresslevel=6, mtime=0) as raw:
+            with io.TextIOWrapper(raw, encoding="ascii") as handle:
+                handle.write(",".join(TRACE_COLUMNS) + "\n")
+                if len(columns[0]):
+                    table = np.column_stack([c.astype(np.float64) for c in columns])
+                    np.savetxt(handle, table, delimiter=",", fmt=[formats.get(n, "%d") for n in TRACE_COLUMNS])
         # summary.json marks a finished run (sweeps skip it on a re-run), so it is written
         # last and whole: a run killed mid-save leaves no summary.json at all.
         partial = directory / "summary.json.partial"
         partial.write_text(json.dumps(self.summary, indent=2) + "\n")
         partial.replace(directory / "summary.json")
 
+    @staticmethod
+    def trace_path(directory: str | Path) -> Path | None:
+        """The trace file of the run saved in ``directory`` (``None`` if it has none)."""
+        for name in (TRACE_FILE, LEGACY_TRACE_FILE):
+            if (Path(directory) / name).is_file():
+                return Path(directory) / name
+        return None
+
     @classmethod
     def load(cls, directory: str | Path) -> RunResult:
         directory = Path(directory)
         summary = json.loads((directory / "summary.json").read_text())
-        table = np.loadtxt(directory / "trace.csv", delimiter=",", skiprows=1, ndmin=2)
+        trace_path = cls.trace_path(directory)
+        if trace_path is None:
+            raise FileNotFoundError(f"{directory} has summary.json but no {TRACE_FILE}")
+        table = np.loadtxt(trace_path, delimiter=",", skiprows=1, ndmin=2)
         trace = {name: table[:, i] for i, name in enumerate(TRACE_COLUMNS)}
         for name in ("step", "arm", "batch_size", "recommended"):
             trace[name] = trace[name].astype(np.int64)

@@ -1,5 +1,6 @@
 """The Hydra app: every config group composes and instantiates; bad keys fail clearly."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -166,7 +167,8 @@ def test_run_experiment_writes_the_public_format(matrix_path, tmp_path):
     assert summary == json.loads(json.dumps(result.summary))
     assert summary["seed"] == 7 and summary["cost_mode"] == "aware" and summary["prior"] == "general"
     assert summary["label"] == "GittinsEval-G" and summary["batch_size"] == 4
-    assert (out / "trace.csv").read_text().startswith("step,arm,batch_size,cost,cost_pct,recommended,regret\n")
+    trace_csv = gzip.decompress((out / "trace.csv.gz").read_bytes()).decode()
+    assert trace_csv.startswith("step,arm,batch_size,cost,cost_pct,recommended,regret\n")
 
 
 def test_wandb_logger_writes_an_offline_run_inside_the_run_directory(matrix_path, tmp_path, monkeypatch):
@@ -178,7 +180,10 @@ def test_wandb_logger_writes_an_offline_run_inside_the_run_directory(matrix_path
     run_experiment(cfg, out, name="seed=0", group="sweep")
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
-    assert (runs[0] / "files" / "trace.csv").is_file()
+    # One stored trace: the W&B run's file is a relative link to the run's own.
+    linked = runs[0] / "files" / "trace.csv.gz"
+    assert linked.is_symlink() and not Path(os.readlink(linked)).is_absolute()
+    assert linked.resolve() == (out / "trace.csv.gz").resolve()
 
 
 def test_cli_multirun_with_joblib_launcher(matrix_path, tmp_path):
@@ -194,6 +199,7 @@ def test_cli_multirun_with_joblib_launcher(matrix_path, tmp_path):
     assert completed.returncode == 0, completed.stderr
     summaries = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/summary.json"))]
     assert sorted((s["seed"], s["kappa"]) for s in summaries) == [(0, 0.0), (0, 1.0), (1, 0.0), (1, 1.0)]
+    assert "wandb sync" not in completed.stdout  # no W&B runs to upload
 
 
 def test_resolved_config_is_plain_data():

@@ -92,7 +92,7 @@ def test_a_rerun_sweep_skips_its_finished_runs_and_leaves_them_untouched(tmp_pat
         "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra/launcher=basic",
     ]
     subprocess.run([*command, "seed=0,1"], check=True, capture_output=True, text=True, timeout=300)
-    finished = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (tmp_path / "sweep").rglob("*.csv")}
+    finished = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (tmp_path / "sweep").rglob("trace.csv.gz")}
     finished |= {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (tmp_path / "sweep").rglob("summary.json")}
     assert len(finished) == 4
     rerun = subprocess.run([*command, "seed=0,1,2"], check=True, capture_output=True, text=True, timeout=300)

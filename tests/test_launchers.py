@@ -100,6 +100,7 @@ def test_submitit_local_sweep_matches_the_basic_launcher(scores_path, basic_summ
     assert set(basic_summaries) == set(SEEDS)
     assert summaries(sweep) == basic_summaries
     assert_wandb_runs_finished(sweep)
+    assert f"wandb sync {sweep}/*/wandb/offline-run-*" in completed.stdout
 
 
 def ray_processes(temp_dir):

@@ -1,5 +1,6 @@
 """Simulator invariants: budget, regret, stopping record, determinism, output format."""
 
+import gzip
 import json
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 from conftest import binary_benchmark
 
 from gittinseval import GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
-from gittinseval.simulator import TRACE_COLUMNS, regret_at
+from gittinseval.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,7 @@ def test_regret_at_takes_the_last_batch_within_the_budget():
 def test_summary_and_trace_round_trip(benchmark, tmp_path):
     result = run(benchmark, batch_size=4)
     result.save(tmp_path)
-    header = (tmp_path / "trace.csv").read_text().splitlines()[0]
+    header = gzip.decompress((tmp_path / TRACE_FILE).read_bytes()).decode().splitlines()[0]
     assert header == "step,arm,batch_size,cost,cost_pct,recommended,regret"
     summary = json.loads((tmp_path / "summary.json").read_text())
     required = {
@@ -85,6 +86,30 @@ def test_summary_and_trace_round_trip(benchmark, tmp_path):
     loaded = RunResult.load(tmp_path)
     for name in TRACE_COLUMNS:
         np.testing.assert_allclose(loaded.trace[name], result.trace[name], rtol=1e-9)
+
+
+def test_the_same_run_saves_the_same_bytes(benchmark, tmp_path):
+    run(benchmark, batch_size=4).save(tmp_path / "a")
+    run(benchmark, batch_size=4).save(tmp_path / "b")
+    assert (tmp_path / "a" / TRACE_FILE).read_bytes() == (tmp_path / "b" / TRACE_FILE).read_bytes()
+
+
+def test_runs_saved_with_an_uncompressed_trace_still_load(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    trace_csv = gzip.decompress((tmp_path / TRACE_FILE).read_bytes())
+    (tmp_path / TRACE_FILE).unlink()
+    (tmp_path / "trace.csv").write_bytes(trace_csv)
+    loaded = RunResult.load(tmp_path)
+    np.testing.assert_array_equal(loaded.trace["arm"], result.trace["arm"])
+    np.testing.assert_allclose(loaded.trace["regret"], result.trace["regret"], rtol=1e-9)
+
+
+def test_a_run_without_its_trace_is_a_named_error(benchmark, tmp_path):
+    run(benchmark, batch_size=4).save(tmp_path)
+    (tmp_path / TRACE_FILE).unlink()
+    with pytest.raises(FileNotFoundError, match="no trace.csv.gz"):
+        RunResult.load(tmp_path)
 
 
 class RepeatingPolicy(Policy):
