@@ -152,6 +152,10 @@ def aggregate_runs(
 def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log_cost: bool = True) -> Path:
     """Draw regret against cost % with ±1 SE bands and dashed mean stopping lines.
 
+    Each curve is solid where every run of its group has reached that cost and
+    dotted where the mean is over fewer runs; the legend gives each curve's run
+    count, mean stopping cost and the number of runs whose signal fired.
+
     ``log_cost`` puts the cost on a log axis: most of the regret falls below 1-2 %
     of the exhaustive cost, which a linear axis up to 10 % squeezes into its left edge.
     """
@@ -160,23 +164,25 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.8, 4.4), dpi=150)
+    fig, ax = plt.subplots(figsize=(9.0, 4.4), dpi=150)
     for i, curve in enumerate(curves):
         color = f"C{i % 10}"
-        ax.plot(curve.grid, curve.mean, color=color, lw=1.6, label=f"{curve.label} (n={curve.n_runs})")
-        low, high = curve.mean - curve.stderr, curve.mean + curve.stderr
+        stop = "no stop" if curve.stop_pct is None else f"stop {curve.stop_pct:.2g}% in {curve.n_stopped}"
+        # A mean over only the runs that have reached a cost (the paper's no-extrapolation
+        # rule) is drawn dotted: on a log axis the first batches of a few runs would
+        # otherwise look like the whole curve.
+        every_run = curve.count == curve.n_runs
+        ax.plot(curve.grid, np.where(every_run, np.nan, curve.mean), color=color, lw=0.9, ls=":")
+        ax.plot(curve.grid, np.where(every_run, curve.mean, np.nan), color=color, lw=1.6,
+                label=f"{curve.label} (n={curve.n_runs}; {stop})")
+        low = np.where(every_run, curve.mean - curve.stderr, np.nan)
+        high = np.where(every_run, curve.mean + curve.stderr, np.nan)
         ax.fill_between(curve.grid, low, high, color=color, alpha=0.28, lw=0)
         # Edges keep a band visible where it is thin or overlaps another band.
         ax.plot(curve.grid, low, color=color, lw=0.5, alpha=0.7)
         ax.plot(curve.grid, high, color=color, lw=0.5, alpha=0.7)
         if curve.stop_pct is not None:
-            ax.axvline(
-                curve.stop_pct,
-                color=color,
-                ls="--",
-                lw=1.0,
-                label=f"{curve.label} mean stop {curve.stop_pct:.2g}% ({curve.n_stopped}/{curve.n_runs})",
-            )
+            ax.axvline(curve.stop_pct, color=color, ls="--", lw=1.0)
     if log_cost:
         ax.set_xscale("log")
     ax.set_xlabel("cumulative evaluation cost (% of exhaustive" + (", log scale)" if log_cost else ")"))
@@ -184,7 +190,8 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log
     ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              title="dashed: mean stop; dotted: not all runs yet", title_fontsize="x-small")
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
