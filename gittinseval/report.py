@@ -17,8 +17,9 @@ evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each tab
   10 % of the exhaustive cost (runs with no batch that cheap are left out of that
   column, as are runs whose budget ends below that share; the column says how many
   runs it has when that is not all of them);
-- the mean ± SE cost at which the stopping signal fired, over the runs where it
-  fired, and the share of runs where it fired;
+- the mean ± SE cost at which the stopping signal fired and the mean ± SE simple
+  regret of the recommendation at that moment (what stopping there would have
+  left), over the runs where it fired, and the share of runs where it fired;
 - the median wall time of one run.
 """
 
@@ -144,8 +145,10 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
                 if percent <= 100 * r.summary["budget_fraction"] + 1e-9  # a run says nothing past its budget
             ]
             row[f"regret @ {percent}%"] = _cell([v for v in regrets if v is not None], len(members))
-        stops = [r.summary["stop_cost_pct"] for r in members if r.summary.get("stop_cost_pct") is not None]
+        stopped = [r for r in members if r.summary.get("stop_cost_pct") is not None]
+        stops = [r.summary["stop_cost_pct"] for r in stopped]
         row["stop cost %"] = _cell(stops, len(stops), digits=3)
+        row["regret at stop"] = _cell([r.summary["stop_regret"] for r in stopped], len(stopped))
         row["stopped"] = f"{len(stops)}/{len(members)}"
         row["median wall s"] = f"{statistics.median(r.summary['wall_time_s'] for r in members):.3g}"
         rows.append(row)
@@ -174,7 +177,7 @@ def write_report(
         "Sweeps: " + ", ".join(f"`{Path(d)}`" for d in sweep_dirs),
         "",
         "Simple regret after the last batch at or below each share of the exhaustive cost (mean ± SE over runs); "
-        "stop cost over the runs whose stopping signal fired.",
+        "stop cost and the regret at the stop over the runs whose stopping signal fired.",
         "",
     ]
     wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)

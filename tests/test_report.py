@@ -19,6 +19,7 @@ def fake_run(benchmark, label, cost_pct, regret, *, seed=0, stop=None, cost_mode
         "benchmark": benchmark, "benchmark_details": details or {}, "label": label, "seed": seed,
         "stop_cost_pct": stop, "cost_mode": cost_mode, "stand_in": stand_in, "batch_size": 8, "lam": 1e-4,
         "kappa": kappa, "budget_fraction": 0.1, "wall_time_s": wall,
+        "stop_regret": None if stop is None else float(regret[cost_pct <= stop][-1]),
     }
     return RunResult(trace, summary)
 
@@ -65,6 +66,8 @@ def test_table_numbers_equal_a_direct_computation():
         assert row[f"regret @ {percent}%"] == expected
     stops = [r.summary["stop_cost_pct"] for r in runs if r.summary["stop_cost_pct"] is not None]
     assert row["stop cost %"] == f"{np.mean(stops):.3f} ± {np.std(stops, ddof=1) / np.sqrt(3):.3f}"
+    at_stop = [r.trace["regret"][10] for r in runs if r.summary["stop_cost_pct"] is not None]
+    assert row["regret at stop"] == f"{np.mean(at_stop):.4f} ± {np.std(at_stop, ddof=1) / np.sqrt(3):.4f}"
     assert row["stopped"] == "3/5" and row["median wall s"] == "3" and row["runs"] == "5"
 
 
