@@ -47,6 +47,7 @@ from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
 from gittinseval.protocol import EvaluationProblem, Policy, Request, argmax_by_priority, validate_scores
+from gittinseval.validation import positive_float
 
 __all__ = ["ConfigurationBOPolicy", "fit_mixed_gp", "hyperparameters_of", "initial_design_size", "mixed_gp"]
 
@@ -143,9 +144,7 @@ class ConfigurationBOPolicy(Policy):
     )
 
     def __init__(self, lam: float = 1e-4, init_fraction: float = 0.05, noise_var: float = 1e-6) -> None:
-        for key, value in (("lam", lam), ("noise_var", noise_var)):
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{key} must be positive and finite, got {value!r}")
+        lam, noise_var = positive_float("lam", lam), positive_float("noise_var", noise_var)
         if not (0 < init_fraction <= 1):
             raise ValueError(f"init_fraction must be in (0, 1], got {init_fraction!r}")
         self.lam = float(lam)

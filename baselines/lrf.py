@@ -13,6 +13,7 @@ import torch
 from baselines._common import RunningMeans
 from gittinseval.gittins import argmax_by_priority
 from gittinseval.protocol import EvaluationProblem, Policy, Request, check_batch_size, validate_scores
+from gittinseval.validation import non_negative_float, positive_float, positive_int
 
 __all__ = ["EnsembleFit", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
@@ -178,11 +179,10 @@ class LowRankEnsemble:
         pairing: str = "reference",
     ) -> None:
         for key, value in (("rank", rank), ("ensemble_size", ensemble_size), ("iterations", iterations)):
-            check_positive_integer(key, value)
+            positive_int(key, value)
         if ensemble_size < 2:
             raise ValueError(f"ensemble_size must be at least 2 for an ensemble spread, got {ensemble_size}")
-        if not (math.isfinite(ridge) and ridge > 0):
-            raise ValueError(f"ridge must be positive and finite, got {ridge!r}")
+        ridge = positive_float("ridge", ridge)
         if not (0 <= drop_probability < 1):
             raise ValueError(f"drop_probability must be in [0, 1), got {drop_probability!r}")
         if pairing not in PAIRINGS:
@@ -362,12 +362,6 @@ def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.
     return mean.numpy(), variance.sqrt().numpy()
 
 
-def check_positive_integer(key: str, value: Any) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{key} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 class LRFPolicy(Policy):
     """UCB-E-LRF: optimism on a completed matrix, evaluating its most uncertain cells.
 
@@ -416,8 +410,7 @@ class LRFPolicy(Policy):
         warm_start: bool = False,
         warm_start_iterations: int = 2,
     ) -> None:
-        if not (math.isfinite(eta) and eta >= 0):
-            raise ValueError(f"eta must be non-negative and finite, got {eta!r}")
+        eta = non_negative_float("eta", eta)
         if not (0 < warmup_fraction < 1):
             raise ValueError(f"warmup_fraction must be in (0, 1), got {warmup_fraction!r}")
         if not isinstance(warm_start, bool):
@@ -427,7 +420,7 @@ class LRFPolicy(Policy):
         self.warmup_fraction = float(warmup_fraction)
         self.ensemble = LowRankEnsemble() if ensemble is None else ensemble
         self.warm_start = warm_start
-        self.warm_start_iterations = check_positive_integer("warm_start_iterations", warm_start_iterations)
+        self.warm_start_iterations = positive_int("warm_start_iterations", warm_start_iterations)
 
     def hyperparameters(self) -> dict[str, Any]:
         # Parity runs record the reference's keys only, as before warm starts existed.

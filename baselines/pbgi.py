@@ -11,6 +11,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from baselines.bo import ConfigurationBOPolicy
+from gittinseval.validation import positive_float
 
 __all__ = ["PandoraBoxGittinsIndex", "PBGIPolicy", "solve_log_ei_equation"]
 
@@ -70,8 +71,7 @@ class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
 
     def __init__(self, model: Model, lam: float, cost: float | Tensor = 1.0) -> None:
         super().__init__(model=model)
-        if not (math.isfinite(lam) and lam > 0):
-            raise ValueError(f"lam must be positive and finite, got {lam!r}")
+        lam = positive_float("lam", lam)
         cost = torch.as_tensor(cost, dtype=torch.float64)
         if not (torch.isfinite(cost) & (cost > 0)).all():
             raise ValueError("costs must be positive and finite")

@@ -18,6 +18,7 @@ from gittinseval.protocol import (
     check_batch_size,
     validate_scores,
 )
+from gittinseval.validation import positive_float, positive_int
 
 __all__ = ["PromptEvalPolicy", "rasch_completion"]
 
@@ -85,10 +86,8 @@ class PromptEvalPolicy(Policy):
     requires_binary = True
 
     def __init__(self, batch_size: int = 1, max_phases: int = 5, inverse_regularization: float = 100.0) -> None:
-        if isinstance(max_phases, bool) or int(max_phases) != max_phases or max_phases < 1:
-            raise ValueError(f"max_phases must be a positive integer, got {max_phases!r}")
-        if not (math.isfinite(inverse_regularization) and inverse_regularization > 0):
-            raise ValueError(f"inverse_regularization must be positive and finite, got {inverse_regularization!r}")
+        max_phases = positive_int("max_phases", max_phases)
+        inverse_regularization = positive_float("inverse_regularization", inverse_regularization)
         self.batch_size = check_batch_size(batch_size)
         self.max_phases = int(max_phases)
         self.inverse_regularization = float(inverse_regularization)

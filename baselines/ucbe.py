@@ -19,6 +19,7 @@ from gittinseval.protocol import (
     resolve_batch_size,
     validate_scores,
 )
+from gittinseval.validation import non_negative_float
 
 __all__ = ["UCBEPolicy"]
 
@@ -48,8 +49,7 @@ class UCBEPolicy(Policy):
     concurrent = True
 
     def __init__(self, batch_size: int | None = None, a: float = 1.0) -> None:
-        if not (math.isfinite(a) and a >= 0):
-            raise ValueError(f"a must be non-negative and finite, got {a!r}")
+        a = non_negative_float("a", a)
         self.batch_size = None if batch_size is None else check_batch_size(batch_size)
         self.a = float(a)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from gittinseval.validation import non_negative_float, positive_float
+
 __all__ = ["EmpiricalPriorEstimator"]
 
 _COARSE_POINTS = 33
@@ -77,15 +79,11 @@ class EmpiricalPriorEstimator:
 
     def __post_init__(self) -> None:
         for key in ("var_floor", "tolerance"):
-            value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"prior estimator {key} must be positive and finite, got {value!r}")
+            positive_float(f"prior estimator {key}", getattr(self, key))
         kappa = self.prior_arms
         if not (isinstance(kappa, (int, float)) and math.isfinite(kappa) and (kappa == 0 or kappa > 1)):
             raise ValueError(f"prior estimator prior_arms must be 0 or a finite number > 1, got {kappa!r}")
-        growth = self.refit_growth
-        if not (isinstance(growth, (int, float)) and math.isfinite(growth) and growth >= 0):
-            raise ValueError(f"prior estimator refit_growth must be non-negative and finite, got {growth!r}")
+        non_negative_float("prior estimator refit_growth", self.refit_growth)
 
     def estimate(
         self,

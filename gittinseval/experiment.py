@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
-from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int
+from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int, positive_int
 
 __all__ = ["config_digest", "finished_run", "run_experiment", "run_trials"]
 
@@ -59,9 +59,7 @@ def run_trials(
     tables are built once for all trials, so a sweep of cheap runs spends its time
     on the runs rather than on starting jobs: ``-m seed=0,20,40 trials=20``.
     """
-    trials = non_negative_int("trials", cfg.get("trials", 1))
-    if trials < 1:
-        raise ConfigError(f"trials must be a positive integer (runs per job), got {trials}")
+    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
     if trials == 1:
         return [run_experiment(cfg, output_dir, name, group)]
     first = non_negative_int("seed", cfg.seed)

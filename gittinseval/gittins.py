@@ -23,6 +23,7 @@ from gittinseval.protocol import (
     validate_scores,
 )
 from gittinseval.roots import EmpiricalTargetChain, root_schedule
+from gittinseval.validation import positive_float
 
 __all__ = ["GittinsPolicy"]
 
@@ -106,9 +107,7 @@ class GittinsPolicy(Policy):
         refine_roots: bool = True,
         prior_estimator: EmpiricalPriorEstimator | None = None,
     ) -> None:
-        for key, value in (("lam", lam), ("cell_var", cell_var)):
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{key} must be positive and finite, got {value!r}")
+        lam, cell_var = positive_float("lam", lam), positive_float("cell_var", cell_var)
         if not (math.isfinite(kappa) and kappa >= 0):
             # kappa < 0 would reward uncertainty: an optimistic, not a lower-confidence, rule.
             raise ValueError(f"kappa must be finite and >= 0 (1: LCB rule, 0: posterior mean), got {kappa!r}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gittinseval.validation import positive_float
+
 __all__ = ["FiniteBenchmarkPosterior"]
 
 
@@ -34,8 +36,7 @@ class FiniteBenchmarkPosterior:
         prior_var: float,
         cell_var: float = 0.25,
     ) -> None:
-        if cell_var <= 0 or not np.isfinite(cell_var):
-            raise ValueError(f"cell_var must be positive and finite, got {cell_var!r}")
+        cell_var = positive_float("cell_var", cell_var)
         self.n_examples = int(n_examples)
         self.cell_var = float(cell_var)
         self.score_sum = np.zeros(n_arms)
@@ -56,8 +57,7 @@ class FiniteBenchmarkPosterior:
         ``v_k = (1 / v_0 + n_k / tau_cell^2)^{-1}``,
         ``mu_k = v_k (mu_0 / v_0 + R_k / tau_cell^2)``; nothing is replayed.
         """
-        if prior_var <= 0 or not np.isfinite(prior_var):
-            raise ValueError(f"prior_var must be positive and finite, got {prior_var!r}")
+        prior_var = positive_float("prior_var", prior_var)
         precision = 1.0 / prior_var + self.n_seen / self.cell_var
         self.latent_var = 1.0 / precision
         self.latent_mean = (prior_mean / prior_var + self.score_sum / self.cell_var) / precision

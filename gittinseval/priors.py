@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gittinseval.data import Benchmark
 from gittinseval.empirical_prior import EmpiricalPriorEstimator
+from gittinseval.validation import positive_float
 
 __all__ = ["BenchmarkPrior", "EmpiricalPrior", "GaussianPrior"]
 
@@ -23,8 +24,7 @@ class GaussianPrior:
         # Every benchmark's scores lie in [0, 1], and so does an arm's mean.
         if not (math.isfinite(self.mean) and 0 <= self.mean <= 1):
             raise ValueError(f"prior.mean must lie in [0, 1] (scores are in [0, 1]), got {self.mean!r}")
-        if not (math.isfinite(self.var) and self.var > 0):
-            raise ValueError(f"prior variance must be positive and finite, got {self.var!r}")
+        positive_float("prior variance", self.var)
 
     def resolve(self, benchmark: Benchmark | None) -> GaussianPrior:
         return self

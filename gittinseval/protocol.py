@@ -36,6 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gittinseval.validation import positive_float, positive_int
+
 __all__ = [
     "FALLBACK_BATCH_SIZE",
     "argmax_by_priority",
@@ -89,14 +91,11 @@ class EvaluationProblem:
         bad = np.flatnonzero(~(np.isfinite(costs) & (costs > 0)))
         if bad.size:
             raise ValueError(f"costs must be positive and finite; bad arms {bad[:10].tolist()}")
-        if isinstance(self.n_examples, bool) or int(self.n_examples) != self.n_examples or self.n_examples < 1:
-            raise ValueError(f"n_examples must be a positive integer, got {self.n_examples!r}")
-        if not (math.isfinite(self.budget) and self.budget > 0):
-            raise ValueError(f"budget must be positive and finite, got {self.budget!r}")
+        positive_int("n_examples", self.n_examples)
+        positive_float("budget", self.budget)
         if not math.isfinite(self.prior_mean):
             raise ValueError(f"prior_mean must be finite, got {self.prior_mean!r}")
-        if not (math.isfinite(self.prior_var) and self.prior_var > 0):
-            raise ValueError(f"prior_var must be positive and finite, got {self.prior_var!r}")
+        positive_float("prior_var", self.prior_var)
         if self.features is not None and len(self.features) != costs.size:
             raise ValueError(f"features has {len(self.features)} rows for {costs.size} arms")
         object.__setattr__(self, "costs", costs)
@@ -129,8 +128,7 @@ def check_batch_size(batch_size: int) -> int:
     Policies call it on their configured batch size so that a bad config fails when
     the policy is built; :func:`resolve_batch_size` also checks it against ``N``.
     """
-    if batch_size is None or isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    positive_int("batch_size", batch_size)
     return int(batch_size)
 
 

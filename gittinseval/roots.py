@@ -25,25 +25,14 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 from scipy.stats import norm
 
+from gittinseval.validation import positive_float, positive_int
+
 __all__ = [
     "EmpiricalTargetChain",
     "expected_improvement",
     "gaussian_smoothing",
     "root_schedule",
 ]
-
-
-def _validate_positive(name: str, value: float) -> float:
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
-
-
-def _validate_count(name: str, value: int) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -71,15 +60,15 @@ class EmpiricalTargetChain:
     cell_var: float = 0.25
 
     def __post_init__(self) -> None:
-        _validate_count("n_examples", self.n_examples)
-        _validate_count("batch_size", self.batch_size)
+        positive_int("n_examples", self.n_examples)
+        positive_int("batch_size", self.batch_size)
         if self.batch_size > self.n_examples:
             raise ValueError(
                 f"batch_size ({self.batch_size}) is larger than the number of examples "
                 f"N = {self.n_examples}"
             )
-        _validate_positive("prior_var", self.prior_var)
-        _validate_positive("cell_var", self.cell_var)
+        positive_float("prior_var", self.prior_var)
+        positive_float("cell_var", self.cell_var)
 
     @property
     def horizon(self) -> int:
@@ -474,7 +463,7 @@ def root_schedule(
         ``H = ceil(N / B)``; entry ``n`` is the root ``r_n`` of stage ``n``.
     """
     chain = EmpiricalTargetChain(n_examples, batch_size, prior_var, cell_var)
-    grid_points = _validate_count("grid_points", grid_points)
+    grid_points = positive_int("grid_points", grid_points)
     if grid_points < 3:
         raise ValueError(f"grid_points must be at least 3, got {grid_points}")
     scalar = np.ndim(cost_per_example) == 0

@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["ConfigError", "fraction_in_unit_interval", "non_negative_int"]
+__all__ = [
+    "ConfigError",
+    "fraction_in_unit_interval",
+    "non_negative_float",
+    "non_negative_int",
+    "positive_float",
+    "positive_int",
+]
 
 
 class ConfigError(ValueError):
@@ -23,14 +30,52 @@ def fraction_in_unit_interval(key: str, value: Any) -> float:
     return number
 
 
-def non_negative_int(key: str, value: Any) -> int:
-    """``value`` as a non-negative int, else a :class:`ConfigError` naming ``key``."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"{key} must be a non-negative integer, got {value!r}")
+def _integer_at_least(key: str, value: Any, minimum: int, words: str) -> int:
+    # Integral floats (8.0) pass: YAML and arithmetic in configs produce them.
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} must be {words}, got {value!r}")
     try:
-        number = int(value)
-    except ValueError:
-        raise ConfigError(f"{key} must be a non-negative integer, got {value!r}") from None
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be {words}, got {value!r}") from None
+    if not (number.is_integer() and number >= minimum):
+        raise ConfigError(f"{key} must be {words}, got {value!r}")
+    return int(number)
+
+
+def non_negative_int(key: str, value: Any) -> int:
+    """``value`` as an int ``>= 0``, else a :class:`ConfigError` naming ``key``."""
+    return _integer_at_least(key, value, 0, "a non-negative integer")
+
+
+def positive_int(key: str, value: Any) -> int:
+    """``value`` as an int ``>= 1``, else a :class:`ConfigError` naming ``key``."""
+    return _integer_at_least(key, value, 1, "a positive integer")
+
+
+def _finite_real(key: str, value: Any, words: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} must be {words}, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be {words}, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"{key} must be {words}, got {value!r}")
+    return number
+
+
+def positive_float(key: str, value: Any) -> float:
+    """``value`` as a finite float ``> 0``, else a :class:`ConfigError` naming ``key``."""
+    number = _finite_real(key, value, "positive and finite")
+    if number <= 0:
+        raise ConfigError(f"{key} must be positive and finite, got {value!r}")
+    return number
+
+
+def non_negative_float(key: str, value: Any) -> float:
+    """``value`` as a finite float ``>= 0``, else a :class:`ConfigError` naming ``key``."""
+    number = _finite_real(key, value, "non-negative and finite")
     if number < 0:
-        raise ConfigError(f"{key} must be a non-negative integer, got {value!r}")
+        raise ConfigError(f"{key} must be non-negative and finite, got {value!r}")
     return number

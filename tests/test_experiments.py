@@ -115,5 +115,5 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
         for column in ("arm", "batch_size", "recommended", "regret", "cost"):
             np.testing.assert_array_equal(result.trace[column], single.trace[column])
         assert result.summary["stop_step"] == single.summary["stop_step"]
-    with pytest.raises(ConfigError, match="trials must be a positive integer"):
+    with pytest.raises(ConfigError, match="trials \\(runs per job\\) must be a positive integer"):
         run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")

@@ -170,11 +170,11 @@ def test_roots_are_finite_for_large_horizons():
     [
         ({"batch_size": 9}, "larger than the number of examples"),
         ({"batch_size": 0}, "batch_size must be a positive integer"),
-        ({"prior_var": 0.0}, "prior_var must be a positive"),
-        ({"prior_var": float("nan")}, "prior_var must be a positive"),
+        ({"prior_var": 0.0}, "prior_var must be positive and finite"),
+        ({"prior_var": float("nan")}, "prior_var must be positive and finite"),
         ({"cost_per_example": -1.0}, "cost_per_example must be positive"),
         ({"cost_per_example": [1e-4, 0.0]}, "bad entries at \\[1\\]"),
-        ({"cell_var": 0.0}, "cell_var must be a positive"),
+        ({"cell_var": 0.0}, "cell_var must be positive and finite"),
         ({"grid_points": 2}, "grid_points must be at least 3"),
     ],
 )

@@ -21,6 +21,7 @@ from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
 from gittinseval.live.tracking import start_tracking
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import Policy, Request
+from gittinseval.validation import non_negative_int, positive_float, positive_int
 
 __all__ = ["LiveResult", "NonRetryableError", "dataset_digest", "evaluate", "evaluate_async"]
 
@@ -167,12 +168,9 @@ async def evaluate_async(
     :mod:`gittinseval.live.tracking` after every tell; a resumed store
     continues the same W&B run.
     """
-    if not (math.isfinite(budget) and budget > 0):
-        raise ValueError(f"budget must be positive and finite, got {budget!r}")
-    if isinstance(concurrency, bool) or int(concurrency) != concurrency or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
-    if isinstance(max_retries, bool) or int(max_retries) != max_retries or max_retries < 0:
-        raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
+    budget = positive_float("budget", budget)
+    concurrency = positive_int("concurrency", concurrency)
+    max_retries = non_negative_int("max_retries", max_retries)
     arms, examples = list(arms), list(examples)
     evaluator = Evaluator(
         arms,

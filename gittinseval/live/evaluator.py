@@ -19,6 +19,7 @@ from gittinseval.live.store import RunStore, StoredEvent, describe_differences
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Policy, Request, check_live_support, validate_scores
+from gittinseval.validation import positive_float
 
 __all__ = [
     "TOKENS_PER_MILLION",
@@ -188,10 +189,9 @@ class Evaluator:
             raise ValueError(f"arm names must be distinct; repeated: {repeated[:5]}")
         if isinstance(seed, bool) or int(seed) != seed:
             raise ValueError(f"seed must be an integer, got {seed!r}")
-        if not (math.isfinite(tokens_per_example) and tokens_per_example > 0):
-            raise ValueError(f"tokens_per_example must be positive and finite, got {tokens_per_example!r}")
-        if budget is not None and not (math.isfinite(budget) and budget > 0):
-            raise ValueError(f"budget must be positive and finite, got {budget!r}")
+        tokens_per_example = positive_float("tokens_per_example", tokens_per_example)
+        if budget is not None:
+            budget = positive_float("budget", budget)
         prior = GaussianPrior() if prior is None else prior
         if not isinstance(prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {prior!r}")
