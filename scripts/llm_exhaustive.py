@@ -6,10 +6,10 @@ ground truth for the live demo's pick.
 Starts the local llama.cpp server (like ``scripts/llm_demo.py``), asks each of the 12 arms
 each of the 200 questions once, and saves the scores, costs and HTTP seconds per call in
 ``--out/exhaustive.npz`` (reused when it exists: the evaluation takes minutes).  Prints
-each arm's accuracy and dollars, the exhaustive cost and the seconds per call.  With
-``--live-summary``: the regret of the live run's recommendation (best accuracy minus the
-recommended arm's), the share of the exhaustive dollars it spent, and its seconds per
-scored question against the server's seconds per call (the evaluator's overhead).
+each arm's accuracy and dollars, the exhaustive cost and the server's seconds per call.
+With ``--live-summary``: the regret of the live run's recommendation (best accuracy
+minus the recommended arm's), the share of the exhaustive dollars it spent and the
+number of questions it scored.
 Temperature-0.8 arms are sampled once per question, so their accuracy is one draw.
 """
 
