@@ -227,6 +227,35 @@ def _grid_kinks(values: np.ndarray, delta: np.ndarray, index: np.ndarray) -> tup
     return right - left, left
 
 
+class _HingeSum:
+    """``F(x) = sum_j h_j EI_sigma(x - p_j) - sum_j g_j phi_sigma(x - p_j)`` and ``F'(x)``.
+
+    The Gaussian expectation of a piecewise-linear function with kinks ``h_j`` at
+    ``p_j``, less chord corrections ``g_j`` (see :func:`_chord_weight`).  Points,
+    hinge and density weights are ``[C, M]``; terms of several sums are
+    concatenated so that one kernel evaluation serves them all.
+    """
+
+    def __init__(self, points: np.ndarray, hinge: np.ndarray, density: np.ndarray, sigma: float):
+        self.points, self.hinge, self.density, self.sigma = points, hinge, density, sigma
+
+    def __add__(self, other: _HingeSum) -> _HingeSum:
+        return _HingeSum(
+            np.concatenate([self.points, other.points], axis=1),
+            np.concatenate([self.hinge, other.hinge], axis=1),
+            np.concatenate([self.density, other.density], axis=1),
+            self.sigma,
+        )
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``F`` and ``F'`` at ``x`` (``[C, X]``)."""
+        hinge, cdf, density, density_slope = _kernels(x[:, :, None] - self.points[:, None, :], self.sigma)
+        h, g = self.hinge[:, :, None], self.density[:, :, None]
+        value = np.matmul(hinge, h) - np.matmul(density, g)
+        slope = np.matmul(cdf, h) - np.matmul(density_slope, g)
+        return value[:, :, 0], slope[:, :, 0]
+
+
 @dataclass(frozen=True)
 class _Patch:
     """``W`` kept exactly on a few cells around its kink, as a correction of the grid.
@@ -283,16 +312,16 @@ class _Patch:
         return cls(first_cell, n_cells, points, weights, curvature, delta / nodes_per_cell, grid[rows, index],
                    grid_kinks)
 
-    def expectation(self, x: np.ndarray, sigma: float, chord_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``E[D(x + sigma Z)]`` with the chord corrections above, and its slope; ``x`` ``[C, X]``."""
-        hinge, cdf, density, density_slope = _kernels(x[:, :, None] - self.points[:, None, :], sigma)
-        fine = (_chord_weight(sigma, self.fine_delta)[:, None] * self.curvature)[:, None, :]
-        weights = self.weights[:, None, :]
-        value = (weights * hinge - fine * density).sum(axis=2)
-        slope = (weights * cdf - fine * density_slope).sum(axis=2)
-        _, _, density, density_slope = _kernels(x[:, :, None] - self.grid_points[:, None, :], sigma)
-        exempt = chord_weight[:, None, None] * self.grid_kinks[:, None, :]
-        return value + (exempt * density).sum(axis=2), slope + (exempt * density_slope).sum(axis=2)
+    def terms(self, sigma: float, chord_weight: np.ndarray) -> _HingeSum:
+        """``E[D(x + sigma Z)]`` with the chord corrections above, as a :class:`_HingeSum`."""
+        fine = _chord_weight(sigma, self.fine_delta)[:, None] * self.curvature
+        exempt = chord_weight[:, None] * self.grid_kinks
+        return _HingeSum(
+            np.concatenate([self.points, self.grid_points], axis=1),
+            np.concatenate([self.weights, np.zeros_like(self.grid_points)], axis=1),
+            np.concatenate([fine, -exempt], axis=1),
+            sigma,
+        )
 
 
 def _slopes(points: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -313,14 +342,14 @@ def _window(first_cell: np.ndarray, n_cells: int, sigma: float, delta: np.ndarra
     return np.clip(index, 0, n_points - 1), on_grid
 
 
-def _add_patch_smoothing(smoothed, patch, grid, delta, sigma, chord_weight) -> None:
+def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, first_cell, n_cells, grid, delta) -> None:
     """Add the patch's expectation to the grid values ``[C, P]`` (in place).
 
     It vanishes more than ``_TAIL`` sds from the patch: only a window changes.
     """
-    index, on_grid = _window(patch.first_cell, patch.n_cells, sigma, delta, grid.shape[1])
+    index, on_grid = _window(first_cell, n_cells, patch_terms.sigma, delta, grid.shape[1])
     rows = np.arange(grid.shape[0])[:, None]
-    correction, _ = patch.expectation(grid[rows, index], sigma, chord_weight)
+    correction, _ = patch_terms(grid[rows, index])
     # Clamped duplicates of an edge index must not be added twice.
     np.add.at(smoothed, (np.broadcast_to(rows, index.shape), index), np.where(on_grid, correction, 0.0))
 
@@ -340,24 +369,20 @@ class _ContinuationNearCells:
     ``grid`` are ``[C, P]``.
     """
 
-    def __init__(self, values, grid, delta, sigma, stage_cost, chord_weight, patch, first_cell, n_cells):
+    def __init__(self, values, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells):
         rows = np.arange(grid.shape[0])[:, None]
         index, on_grid = _window(first_cell, n_cells, sigma, delta, grid.shape[1])
         kinks, left = _grid_kinks(values, delta, index)
-        self.points = grid[rows, index]
-        self.kinks = np.where(on_grid, kinks, 0.0)
+        kinks = np.where(on_grid, kinks, 0.0)
+        points = grid[rows, index]
         self.slope = np.where(index[:, 0] > 0, left[:, 0], 0.0)
-        self.intercept = values[rows[:, 0], index[:, 0]] - self.slope * self.points[:, 0] - stage_cost
-        self.sigma, self.chord_weight, self.patch = sigma, chord_weight, patch
+        self.intercept = values[rows[:, 0], index[:, 0]] - self.slope * points[:, 0] - stage_cost
+        self.terms = _HingeSum(points, kinks, chord_weight[:, None] * kinks, sigma) + patch_terms
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``q`` and ``q'`` at ``x`` (``[C, X]``, inside the cells)."""
-        hinge, cdf, density, density_slope = _kernels(x[:, :, None] - self.points[:, None, :], self.sigma)
-        kinks, chord = self.kinks[:, None, :], self.chord_weight[:, None, None]
-        patch_value, patch_slope = self.patch.expectation(x, self.sigma, self.chord_weight)
-        q = self.intercept[:, None] + self.slope[:, None] * x + (kinks * (hinge - chord * density)).sum(axis=2)
-        slope = self.slope[:, None] + (kinks * (cdf - chord * density_slope)).sum(axis=2)
-        return q + patch_value, slope + patch_slope
+        value, slope = self.terms(x)
+        return self.intercept[:, None] + self.slope[:, None] * x + value, self.slope[:, None] + slope
 
 
 def _newton_root(q: _ContinuationNearCells, start: np.ndarray, lower: np.ndarray, upper: np.ndarray,
@@ -514,7 +539,8 @@ def root_schedule(
         if refine:
             chord_weight = _chord_weight(sigma, delta_np)
             smoothed = gaussian_smoothing(values, delta, sigma, torch.from_numpy(chord_weight))
-            _add_patch_smoothing(smoothed.numpy(), patch, grid_np, delta_np, sigma, chord_weight)
+            patch_terms = patch.terms(sigma, chord_weight)
+            _add_patch_smoothing(smoothed.numpy(), patch_terms, patch.first_cell, patch.n_cells, grid_np, delta_np)
         else:
             smoothed = gaussian_smoothing(values, delta, sigma)
         continuation = smoothed - stage_costs_t[:, stage, None]
@@ -529,7 +555,7 @@ def root_schedule(
         if refine:
             cell = np.minimum((first - 1).numpy(), grid_points - 1 - _PATCH_CELLS)
             q = _ContinuationNearCells(
-                values.numpy(), grid_np, delta_np, sigma, stage_costs[:, stage], chord_weight, patch, cell,
+                values.numpy(), grid_np, delta_np, sigma, stage_costs[:, stage], chord_weight, patch_terms, cell,
                 _PATCH_CELLS,
             )
             bracket = grid_np[rows, (first - 1).numpy()], grid_np[rows, first.numpy()]
