@@ -1,6 +1,6 @@
 """The policy protocol with requests in flight: busy arms, taking a request back, live capabilities."""
 
-import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +15,14 @@ from baselines.ucbe import UCBEPolicy
 from baselines.uniform import UniformPolicy
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.gittins import GittinsPolicy
-from gittinseval.protocol import EvaluationProblem, RandomExampleOrder, Request, check_live_support, excluding
+from gittinseval.protocol import (
+    EvaluationProblem,
+    Policy,
+    RandomExampleOrder,
+    Request,
+    check_live_support,
+    excluding,
+)
 from gittinseval.simulator import simulate
 
 K, N = 9, 24
@@ -127,32 +134,94 @@ def test_live_support_is_declared_on_the_class_and_checked_in_one_place():
         check_live_support(PromptEvalPolicy(), problem(binary=False))
 
 
-# Trace digests recorded before the protocol gained busy arms and before lambda's live
-# units were defined: the paper's simulated settings must not move.  They were recorded
-# with the paper's plain-grid roots, so they are checked with refine_roots=false (the
-# refined roots move late-stage indices, and with them the traces).
-PAPER_TRACES = [
-    ([], 3804, "86fd107b65cba1733d37a7ca4f1dc6cc16eedb2580326907bbe8233863f6364c"),
-    (["cost=unit"], 1680, "8d306fc4171bc61735a6d618a485269f6e49adee6834b00ecff10fc263dbf423"),
-    (
-        ["experiment=main", "prior=general", "seed=3"],
-        3396,
-        "aed4ab5cc36c36fb9c56dee44901fc09418bbddb7166983849d4d1d66d8dea1c",
-    ),
-]
+# Traces recorded with the paper's simulated settings (plain-grid roots, 1 % budget): the
+# busy-arm protocol, lambda's live units and later refactors must not move them.  A trace
+# is compared step by step, not by a digest: the root tables come from ``torch.fft``, whose
+# last bits differ between CPUs, and a relative change of 1e-15 in the roots flips the
+# order of two arms whose indices tie to within rounding.  Such a step may go either way,
+# and the replay then follows the recorded arm; any other difference fails.
+PAPER_TRACES = Path(__file__).parent / "data" / "paper_traces.npz"
+PAPER_SETTINGS = {"default": [], "unit": ["cost=unit"], "main": ["experiment=main", "prior=general", "seed=3"]}
+TIE_TOLERANCE = 1e-9  # absolute, in score units; the indices are O(0.1-1)
 
 
-@pytest.mark.parametrize(("overrides", "n_steps", "digest"), PAPER_TRACES)
-def test_the_paper_settings_reproduce_their_recorded_traces(overrides, n_steps, digest):
-    """Default ``gittinseval``, ``cost=unit`` and ``experiment=main`` at 1% budget, lambda = 1e-4."""
+class RecordedTraceFollower(Policy):
+    """Runs ``inner`` (a GittinsPolicy) along a recorded trace of arms and recommendations.
+
+    Where ``inner`` selects or recommends another arm than the recording, the two arms'
+    indices (recommendation scores) must tie to within ``TIE_TOLERANCE``; the request is
+    then taken back and the recorded arm selected instead (every other open arm busy).
+    ``largest_gap`` is the largest such difference met.
+    """
+
+    name, label, concurrent = "gittins", "GittinsEval", True
+
+    def __init__(self, inner: GittinsPolicy, arms: np.ndarray, recommended: np.ndarray):
+        self.inner, self.arms, self.recommended = inner, arms, recommended
+        self.largest_gap = 0.0
+
+    def reset(self, problem, rng):
+        self.inner.reset(problem, rng)
+        self.step = 0
+
+    def _tie(self, values: np.ndarray, chosen: int, recorded: int, what: str) -> None:
+        gap = abs(float(values[chosen]) - float(values[recorded]))
+        assert gap <= TIE_TOLERANCE, (
+            f"step {self.step + 1}: {what} arm {chosen}, recorded arm {recorded}, {what} values differ by {gap:.3g}"
+        )
+        self.largest_gap = max(self.largest_gap, gap)
+
+    def select(self, busy=frozenset()):
+        assert self.step < len(self.arms), "the run is longer than the recorded trace"
+        request, recorded = self.inner.select(), int(self.arms[self.step])
+        if request.arm != recorded:
+            self._tie(self.inner.open_index, request.arm, recorded, "selected")
+            self.inner.cancel(request)
+            request = self.inner.select(frozenset(range(self.inner.problem.n_arms)) - {recorded})
+            assert request is not None and request.arm == recorded, f"step {self.step + 1}: arm {recorded} not open"
+        return request
+
+    def observe(self, request, scores):
+        self.inner.observe(request, scores)
+
+    def recommend(self):
+        chosen, recorded = self.inner.recommend(), int(self.recommended[self.step])
+        if chosen != recorded:
+            self._tie(self.inner.recommend_score, chosen, recorded, "recommended")
+        self.step += 1
+        return recorded
+
+    @property
+    def stop_signal(self):
+        return self.inner.stop_signal
+
+
+def run_paper_setting(overrides: list[str], policy_for=lambda policy: policy, **changes):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[*overrides, "logger=none", "policy.refine_roots=false"])
     assert cfg.policy.lam == 1e-4
+    cfg.policy.update(changes)
     bench = instantiate(cfg.benchmark)
     prior = instantiate(cfg.prior).resolve(bench)
-    result = simulate(
-        bench, instantiate(cfg.policy), instantiate(cfg.cost)(bench), prior, budget_fraction=0.01, seed=int(cfg.seed)
+    policy = policy_for(instantiate(cfg.policy))
+    result = simulate(bench, policy, instantiate(cfg.cost)(bench), prior, budget_fraction=0.01, seed=int(cfg.seed))
+    return result, policy
+
+
+@pytest.mark.parametrize("setting", sorted(PAPER_SETTINGS))
+def test_the_paper_settings_reproduce_their_recorded_traces(setting):
+    """Default ``gittinseval``, ``cost=unit`` and ``experiment=main`` at 1% budget, lambda = 1e-4."""
+    recorded = np.load(PAPER_TRACES)[setting]
+    result, follower = run_paper_setting(
+        PAPER_SETTINGS[setting], lambda policy: RecordedTraceFollower(policy, *recorded)
     )
-    trace = np.array([result.trace["arm"], result.trace["recommended"]], dtype=np.int64)
-    assert trace.shape == (2, n_steps)
-    assert hashlib.sha256(trace.tobytes()).hexdigest() == digest
+    np.testing.assert_array_equal(result.trace["arm"], recorded[0])
+    np.testing.assert_array_equal(result.trace["recommended"], recorded[1])
+    assert follower.largest_gap <= TIE_TOLERANCE
+
+
+def test_the_recorded_trace_check_fails_on_a_real_change():
+    """A 1 % change of lambda is no rounding difference: the replay must stop at a step that is not a tie."""
+    recorded = np.load(PAPER_TRACES)["default"]
+    with pytest.raises(AssertionError, match="differ by"):
+        run_paper_setting([], lambda policy: RecordedTraceFollower(policy, *recorded), lam=1.01e-4)
