@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,13 +12,21 @@ import numpy as np
 import torch
 
 from baselines._common import RunningMeans
-from gittinseval.gittins import argmax_by_priority
-from gittinseval.protocol import EvaluationProblem, Policy, Request, check_batch_size, validate_scores
+from gittinseval.protocol import (
+    EvaluationProblem,
+    Policy,
+    Request,
+    argmax_by_priority,
+    check_batch_size,
+    validate_scores,
+)
 from gittinseval.validation import non_negative_float, positive_float, positive_int
 
-__all__ = ["EnsembleFit", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
+__all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 PAIRINGS = ("reference", "independent")
+# int64 elements (two generator words each) per dropout draw: 8 MB.
+_PAIRS_PER_CHUNK = 1 << 20
 
 
 class ObservedMatrix:
@@ -114,6 +123,38 @@ class _SortedCells:
 
 
 @dataclass
+class FitDraws:
+    """The random draws of one fit from scratch, in the reference's order and dtype.
+
+    ``u [E, K, r]`` and ``v [E, N, r]`` standard normal, then one float32 uniform
+    per member and cell, of which only the positions ``e K N + c`` that fell below
+    the drop probability are kept (``dropped_positions``, increasing).  The draws do
+    not depend on which cells are observed; :meth:`dropout_of` reads the dropout of
+    the observed ones.
+    """
+
+    u: torch.Tensor
+    v: torch.Tensor
+    dropped_positions: torch.Tensor
+    n_cells: int
+
+    def dropout_of(self, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` of the dropped observed cells ``cells [M]`` (flat ``k N + n``).
+
+        Ordered by member, then as in ``cells``: the order of the scatter-adds of
+        the ALS, which sum float32 terms.
+        """
+        observation_rank = torch.full((self.n_cells,), -1, dtype=torch.long)
+        observation_rank[cells] = torch.arange(cells.numel())
+        members = self.dropped_positions // self.n_cells
+        ranks = observation_rank[self.dropped_positions % self.n_cells]
+        kept = ranks >= 0
+        members, ranks = members[kept], ranks[kept]
+        order = torch.argsort(members * max(cells.numel(), 1) + ranks)
+        return members[order], cells[ranks[order]]
+
+
+@dataclass
 class EnsembleFit:
     """A fitted ensemble: factors ``u [E, K, r]``, ``v [E, N, r]`` (float32) and its dropout.
 
@@ -206,14 +247,22 @@ class LowRankEnsemble:
 
     def fit(self, matrix: ObservedMatrix, generator: torch.Generator) -> EnsembleFit:
         """Fit from random factors and a fresh dropout, ``iterations`` ALS rounds."""
-        n_arms, n_examples = matrix.shape
+        return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
+
+    def fit_drawn(self, draws: FitDraws, matrix: ObservedMatrix) -> EnsembleFit:
+        """:meth:`fit` with its random draws made beforehand by :meth:`draw`."""
+        cells = matrix.cells
+        dropped_members, dropped_cells = draws.dropout_of(cells)
+        fit = EnsembleFit(draws.u, draws.v, dropped_members, dropped_cells, cells.numel())
+        return self._alternate(fit, matrix, self.iterations)
+
+    def draw(self, n_arms: int, n_examples: int, generator: torch.Generator) -> FitDraws:
+        """The draws of one fit on a ``[K, N]`` matrix, from ``generator``."""
         members, rank = self.ensemble_size, self.rank
         u = torch.randn(members, n_arms, rank, generator=generator)
         v = torch.randn(members, n_examples, rank, generator=generator)
-        cells = matrix.cells
-        dropped_members, dropped_cells = self._draw_full_dropout(cells, n_arms * n_examples, generator)
-        fit = EnsembleFit(u, v, dropped_members, dropped_cells, cells.numel())
-        return self._alternate(fit, matrix, self.iterations)
+        n_cells = n_arms * n_examples
+        return FitDraws(u, v, self._dropped_positions(members * n_cells, generator), n_cells)
 
     def refit(
         self, previous: EnsembleFit, matrix: ObservedMatrix, generator: torch.Generator, iterations: int
@@ -235,27 +284,30 @@ class LowRankEnsemble:
         )
         return self._alternate(fit, matrix, iterations)
 
-    def _draw_full_dropout(
-        self, cells: torch.Tensor, n_cells: int, generator: torch.Generator
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Members and flat cells where the reference's ``[E, K N]`` uniforms fall below ``p``.
+    def _dropped_positions(self, n_words: int, generator: torch.Generator) -> torch.Tensor:
+        """Positions ``i`` where the reference's ``i``-th float32 uniform falls below ``p``.
 
-        The uniforms of every cell are drawn (the reference's random stream) but
-        only the observed ones are kept; one member at a time, into a reused
-        buffer that stays in cache instead of a ``4 E K N``-byte tensor.  A float32
-        uniform is ``(w mod 2^24) 2^-24`` for the generator's next 32-bit word
-        ``w``, and an int32 ``random_()`` is ``w mod 2^31`` from the same single
-        word, which torch draws faster; so ``u < p`` is read as
-        ``(w mod 2^24) < ceil(p_32 2^24)``, exactly (``p_32``: ``p`` in float32,
-        as the reference compares).
+        The reference draws ``torch.rand(E, K, N)``: uniform ``i`` is
+        ``(w_i mod 2^24) 2^-24`` for the generator's ``i``-th 32-bit word, so
+        ``u_i < p`` is read as ``(w_i mod 2^24) < ceil(p_32 2^24)``, exactly (``p_32``:
+        ``p`` in float32, as the reference compares).  The words are drawn two at a
+        time as int64 (``random_()`` puts word ``2j`` in the high and ``2j + 1`` in the
+        low half of element ``j``), which torch draws faster per word than one
+        int32 or float32 each; in chunks, so the buffer stays small.
         """
         threshold = math.ceil(float(np.float32(self.drop_probability)) * 2**24)
-        words = torch.empty(n_cells, dtype=torch.int32)
-        at_cells = torch.empty(self.ensemble_size, cells.numel(), dtype=torch.int32)
-        for member in range(self.ensemble_size):
-            words.random_(generator=generator)
-            torch.index_select(words, 0, cells, out=at_cells[member])
-        return self._dropped(at_cells.bitwise_and_(2**24 - 1) < threshold, cells)
+        pairs, odd_word = divmod(n_words, 2)
+        buffer = torch.empty(min(pairs, _PAIRS_PER_CHUNK), dtype=torch.int64)
+        found = []
+        for start in range(0, pairs, _PAIRS_PER_CHUNK):
+            words = buffer[: min(_PAIRS_PER_CHUNK, pairs - start)].random_(generator=generator)
+            low_bits = torch.stack([words >> 32, words], dim=1).bitwise_and_(2**24 - 1)  # words 2j, 2j + 1
+            found.append(torch.nonzero((low_bits < threshold).view(-1)).view(-1) + 2 * start)
+        if odd_word:
+            word = torch.empty(1, dtype=torch.int32).random_(generator=generator)  # one word, w mod 2^31
+            if int(word) % 2**24 < threshold:
+                found.append(torch.tensor([n_words - 1]))
+        return torch.cat(found) if found else torch.zeros(0, dtype=torch.long)
 
     def _dropped(self, dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``."""
@@ -350,6 +402,28 @@ class _SideSolver:
         return product.view(-1, width)[self.partner_rows]
 
 
+# One thread, shared by every policy in the process: it only draws random numbers, each
+# policy from its own generator, in the order the policy asked.
+_DRAW_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lrf-draws")
+
+
+class _DrawsAhead:
+    """The :class:`FitDraws` of the next fit, drawn on :data:`_DRAW_THREAD` ahead of time.
+
+    Each :meth:`take` returns the draws of the next fit and starts drawing the one
+    after it, which then overlaps the ALS of this fit (a second core's work).
+    """
+
+    def __init__(self, ensemble: LowRankEnsemble, shape: tuple[int, int], generator: torch.Generator) -> None:
+        self._draw = lambda: ensemble.draw(*shape, generator)
+        self._next: Future[FitDraws] = _DRAW_THREAD.submit(self._draw)
+
+    def take(self) -> FitDraws:
+        draws = self._next.result()
+        self._next = _DRAW_THREAD.submit(self._draw)
+        return draws
+
+
 def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Mean and sd over members of ``U_e V_e^T``, via ``[K, E r^2] x [E r^2, N]`` products."""
     members = u.shape[0]
@@ -442,6 +516,7 @@ class LRFPolicy(Policy):
         self.warmup = [Request(int(arms[i]), per_arm[i]) for i in rng.permutation(arms.size)]
         self.priority = rng.permutation(n_arms)
         self.generator = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
+        self.draws_ahead: _DrawsAhead | None = None
         self.matrix = ObservedMatrix(n_arms, n_examples)
         self.stats = RunningMeans(n_arms)
         self.all_arms = np.ones(n_arms, dtype=bool)
@@ -451,9 +526,15 @@ class LRFPolicy(Policy):
 
     def refit(self) -> EnsembleFit:
         """The fit for this step: from scratch, or warm-started from the last one."""
-        if self.warm_start and self.fit is not None:
+        if self.warm_start:
+            if self.fit is None:
+                return self.ensemble.fit(self.matrix, self.generator)
             return self.ensemble.refit(self.fit, self.matrix, self.generator, self.warm_start_iterations)
-        return self.ensemble.fit(self.matrix, self.generator)
+        # A parity fit uses the generator for its draws only, so the next fit's draws
+        # can be made on another thread while this one fits: the same stream, earlier.
+        if self.draws_ahead is None:
+            self.draws_ahead = _DrawsAhead(self.ensemble, self.matrix.shape, self.generator)
+        return self.ensemble.fit_drawn(self.draws_ahead.take(), self.matrix)
 
     def arm_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Refit; return the arm scores ``S [K]``, the ensemble mean and sd ``[K, N]``."""

@@ -8,7 +8,7 @@ import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
 from banditeval.factorization import Factorization
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
+from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
@@ -63,8 +63,9 @@ def looped_als_from(scores, masks, u, v, ridge, iterations):
 @pytest.mark.parametrize("rank", [1, 2])
 def test_independent_members_match_a_per_member_loop(rank):
     scores, observed = random_matrix(0, 12, 9, share=0.5)
-    ensemble = LowRankEnsemble(rank=rank, ensemble_size=4, ridge=0.1, drop_probability=0.2, iterations=5,
-                               pairing="independent")
+    ensemble = LowRankEnsemble(
+        rank=rank, ensemble_size=4, ridge=0.1, drop_probability=0.2, iterations=5, pairing="independent"
+    )
     mean, sd = fit_moments(ensemble, scores, observed, torch.Generator().manual_seed(1))
     want_mean, want_sd = looped_als(scores, observed, torch.Generator().manual_seed(1), 4, rank, 0.1, 0.2, 5)
     np.testing.assert_allclose(mean, want_mean, atol=2e-5)
@@ -179,19 +180,44 @@ def test_bad_hyperparameters_are_named():
         LRFPolicy(warm_start="yes")
 
 
-@pytest.mark.parametrize("drop", [0.05, 0.1, 0.5])
-def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop):
-    n_cells = 3000
-    cells = torch.from_numpy(np.sort(np.random.default_rng(0).choice(n_cells, 700, replace=False)))
+@pytest.mark.parametrize(
+    ("drop", "members", "n_cells", "pairs_per_chunk"),
+    [(0.05, 5, 3000, 1 << 20), (0.1, 4, 3001, 7), (0.5, 3, 2999, 64), (0.05, 64, 1001, 1000)],
+)
+def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop, members, n_cells, pairs_per_chunk, monkeypatch):
+    """Odd word counts and chunk boundaries included: the words are drawn two at a time."""
+    monkeypatch.setattr("baselines.lrf._PAIRS_PER_CHUNK", pairs_per_chunk)
+    cells = torch.from_numpy(np.random.default_rng(0).choice(n_cells, 700, replace=False))  # observation order
     ours, reference = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
-    members, dropped = LowRankEnsemble(ensemble_size=5, drop_probability=drop)._draw_full_dropout(
-        cells, n_cells, ours
+    positions = LowRankEnsemble(ensemble_size=members, drop_probability=drop)._dropped_positions(
+        members * n_cells, ours
     )
-    want = (torch.rand(5, n_cells, generator=reference) < drop)[:, cells]
-    got = torch.zeros_like(want)
-    got[members, torch.searchsorted(cells, dropped)] = True
-    assert torch.equal(got, want) and want.any()
+    got_members, got_cells = FitDraws(torch.zeros(0), torch.zeros(0), positions, n_cells).dropout_of(cells)
+    uniforms = torch.rand(members, n_cells, generator=reference)
+    assert torch.equal(positions, torch.nonzero((uniforms < drop).view(-1)).view(-1))
+    want_members, want_at = (uniforms < drop)[:, cells].nonzero(as_tuple=True)  # by member, then observation
+    assert torch.equal(got_members, want_members) and torch.equal(got_cells, cells[want_at]) and want_at.numel()
     assert torch.equal(torch.rand(4, generator=ours), torch.rand(4, generator=reference))  # same words consumed
+
+
+def test_draws_made_ahead_give_the_same_run_as_draws_made_in_turn(monkeypatch):
+    """The parity policy draws the next fit's random numbers on another thread: same stream, same run."""
+    scores, _ = random_matrix(8, 30, 40)
+    bench = Benchmark("lrf-ahead", scores)
+
+    class InTurn:
+        def __init__(self, ensemble, shape, generator):
+            self.draw = lambda: ensemble.draw(*shape, generator)
+
+        def take(self):
+            return self.draw()
+
+    ahead = simulate(bench, LRFPolicy(batch_size=4), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
+    monkeypatch.setattr("baselines.lrf._DrawsAhead", InTurn)
+    in_turn = simulate(bench, LRFPolicy(batch_size=4), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
+    for column in ("arm", "recommended"):
+        np.testing.assert_array_equal(ahead.trace[column], in_turn.trace[column])
+    assert len(ahead.trace["arm"]) > 30  # past the warm-up
 
 
 @pytest.mark.parametrize("rank", [1, 2])
