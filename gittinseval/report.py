@@ -21,6 +21,13 @@ evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each tab
   regret of the recommendation at that moment (what stopping there would have
   left), over the runs where it fired, and the share of runs where it fired;
 - the median wall time of one run.
+
+With ``--versus LABEL``, each panel that has a curve ``LABEL`` gets a second table:
+for every other curve, the mean ± SE of the *paired* difference of simple regret
+(curve minus ``LABEL``) at 1, 2, 5 and 10 %, over the runs of the two curves that
+share a benchmark (MMLU subject, matrix seed) and seed.  Pairing removes the
+between-subject and between-seed spread that both curves share, so a difference
+is judged against its own SE.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import numpy as np
 from gittinseval.plotting import aggregate_group, find_runs, plot_curves, plot_wall_times
 from gittinseval.simulator import RunResult, regret_at
 
-__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "panels", "write_report"]
+__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "paired_rows", "panels", "write_report"]
 
 TABLE_PERCENTS = (1, 2, 5, 10)
 MMLU_PANELS = ("bucket", "size", "subject")
@@ -139,11 +146,7 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
     for label, members in panel.curves.items():
         row = {"method": label, "runs": str(len(members))}
         for percent in TABLE_PERCENTS:
-            regrets = [
-                regret_at(r.trace["cost_pct"], r.trace["regret"], percent)
-                for r in members
-                if percent <= 100 * r.summary["budget_fraction"] + 1e-9  # a run says nothing past its budget
-            ]
+            regrets = [_regret_at(r, percent) for r in members]
             row[f"regret @ {percent}%"] = _cell([v for v in regrets if v is not None], len(members))
         stopped = [r for r in members if r.summary.get("stop_cost_pct") is not None]
         stops = [r.summary["stop_cost_pct"] for r in stopped]
@@ -155,16 +158,61 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
     return rows
 
 
-def _markdown(panel: Panel) -> str:
-    rows = curve_rows(panel)
+def _regret_at(run: RunResult, percent: float) -> float | None:
+    if percent > 100 * run.summary["budget_fraction"] + 1e-9:  # a run says nothing past its budget
+        return None
+    return regret_at(run.trace["cost_pct"], run.trace["regret"], percent)
+
+
+def paired_rows(panel: Panel, versus: str) -> list[dict[str, str]]:
+    """Per curve other than ``versus``: mean ± SE of the paired regret difference (curve − ``versus``).
+
+    Runs are paired by benchmark and seed; a pair enters a column only if both
+    runs have a regret at that share of cost.  Empty if ``panel`` has no ``versus`` curve.
+    """
+    if versus not in panel.curves:
+        return []
+    baseline = {(r.summary["benchmark"], r.summary["seed"]): r for r in panel.curves[versus]}
+    rows = []
+    for label, members in panel.curves.items():
+        if label == versus:
+            continue
+        pairs = [
+            (r, baseline[key]) for r in members if (key := (r.summary["benchmark"], r.summary["seed"])) in baseline
+        ]
+        row = {f"method − {versus}": label, "pairs": str(len(pairs))}
+        for percent in TABLE_PERCENTS:
+            differences = [
+                a - b
+                for run, other in pairs
+                if (a := _regret_at(run, percent)) is not None and (b := _regret_at(other, percent)) is not None
+            ]
+            row[f"Δ regret @ {percent}%"] = _cell(differences, len(pairs))
+        rows.append(row)
+    return rows
+
+
+def _table(rows: list[dict[str, str]]) -> list[str]:
     header = list(rows[0])
-    lines = [f"### {panel.title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
+
+
+def _markdown(panel: Panel, versus: str | None = None) -> str:
+    lines = [f"### {panel.title}", "", *_table(curve_rows(panel))]
+    paired = paired_rows(panel, versus) if versus else []
+    if paired:
+        lines += ["", f"Paired differences against {versus} (same benchmark and seed; negative: lower regret):", ""]
+        lines += _table(paired)
     return "\n".join(lines) + "\n"
 
 
 def write_report(
-    sweep_dirs: list[str | Path], out: str | Path, mmlu_panels: str = "bucket", log_cost: bool = True
+    sweep_dirs: list[str | Path],
+    out: str | Path,
+    mmlu_panels: str = "bucket",
+    log_cost: bool = True,
+    versus: str | None = None,
 ) -> Path:
     """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
     time per run of every method and panel) and ``report.md`` (every table) into ``out``."""
@@ -188,7 +236,7 @@ def write_report(
         }
         curves = [aggregate_group(label, members, log_grid=log_cost) for label, members in panel.curves.items()]
         plot_curves(curves, out / f"{panel.key}.png", panel.title, log_cost=log_cost)
-        table = _markdown(panel)
+        table = _markdown(panel, versus)
         (out / f"{panel.key}.md").write_text(table)
         sections += [table, f"![{panel.title}]({panel.key}.png)", ""]
     for cost_mode, groups in wall_times.items():
@@ -214,10 +262,16 @@ def main(argv: list[str] | None = None) -> None:
         "(default: %(default)s)",
     )
     parser.add_argument("--linear", action="store_true", help="linear cost axis (default: log scale)")
+    parser.add_argument(
+        "--versus",
+        metavar="LABEL",
+        default=None,
+        help="also tabulate each method's regret minus LABEL's (e.g. GittinsEval-S), paired by benchmark and seed",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else Path(args.sweep_dirs[0]) / "report"
     try:
-        report = write_report(args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear)
+        report = write_report(args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear, versus=args.versus)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-report: error: {error}\n")
     print(report.read_text())

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gittinseval.report import curve_rows, main, panels, write_report
+from gittinseval.report import curve_rows, main, paired_rows, panels, write_report
 from gittinseval.simulator import RunResult
 
 
@@ -69,6 +69,29 @@ def test_table_numbers_equal_a_direct_computation():
     at_stop = [r.trace["regret"][10] for r in runs if r.summary["stop_cost_pct"] is not None]
     assert row["regret at stop"] == f"{np.mean(at_stop):.4f} ± {np.std(at_stop, ddof=1) / np.sqrt(3):.4f}"
     assert row["stopped"] == "3/5" and row["median wall s"] == "3" and row["runs"] == "5"
+
+
+def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
+    """Pairs by (benchmark, seed); an unmatched run is left out; values from a direct computation."""
+    rng = np.random.default_rng(3)
+    details = {"difficulty": "hard", "size": "small", "subject": "x"}
+    runs, want = [], {1: [], 5: []}
+    for subject in ("mmlu/a", "mmlu/b"):
+        for seed in range(4):
+            cost = np.array([0.5, 1.0, 3.0, 6.0])
+            base, other = rng.uniform(0, 0.3, size=4), rng.uniform(0, 0.3, size=4)
+            runs.append(fake_run(subject, "GittinsEval-S", cost, base, seed=seed, details=details))
+            runs.append(fake_run(subject, "GittinsEval-EB", cost, other, seed=seed, details=details))
+            want[1].append(other[1] - base[1])
+            want[5].append(other[2] - base[2])
+    runs.append(fake_run("mmlu/c", "GittinsEval-EB", [1.0], [0.9], seed=0, details=details))  # no partner
+    (panel,) = panels(runs)
+    (row,) = paired_rows(panel, "GittinsEval-S")
+    assert row["method − GittinsEval-S"] == "GittinsEval-EB" and row["pairs"] == "8"
+    for percent in (1, 5):
+        mean, se = np.mean(want[percent]), np.std(want[percent], ddof=1) / np.sqrt(8)
+        assert row[f"Δ regret @ {percent}%"] == f"{mean:.4f} ± {se:.4f}"
+    assert paired_rows(panel, "UCB-E") == []
 
 
 def test_a_column_past_the_runs_budget_is_empty():
