@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from baselines._common import RunningMeans, cell_budget
-from gittinseval.gittins import argmax_by_priority
 from gittinseval.protocol import (
     EvaluationProblem,
     Policy,
     Request,
+    argmax_by_priority,
     check_batch_size,
     resolve_batch_size,
     validate_scores,

@@ -13,7 +13,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
-    argmax_by_priority,
+    argmax_in_priority_order,
     check_batch_size,
     excluding,
     resolve_batch_size,
@@ -61,12 +61,13 @@ class UCBEPolicy(Policy):
         self.n_examples = problem.n_examples
         self.order = RandomExampleOrder(problem.n_arms, problem.n_examples, rng)
         self.priority = rng.permutation(problem.n_arms)
+        self.tie_order = np.argsort(self.priority)
         self.stats = RunningMeans(problem.n_arms)
         self.index = np.full(problem.n_arms, np.inf)
         self.all_arms = np.ones(problem.n_arms, dtype=bool)
 
     def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
-        arm = argmax_by_priority(excluding(self.index, busy), self.priority)
+        arm = argmax_in_priority_order(excluding(self.index, busy), self.tie_order)
         if arm < 0:
             return None
         return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))

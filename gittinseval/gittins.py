@@ -16,7 +16,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
-    argmax_by_priority,
+    argmax_in_priority_order,
     check_batch_size,
     excluding,
     resolve_batch_size,
@@ -149,6 +149,7 @@ class GittinsPolicy(Policy):
         self.batch_sizes = chain.batch_sizes.astype(np.int64)
         self.order = RandomExampleOrder(n_arms, n_examples, rng)
         self.priority = rng.permutation(n_arms)
+        self.tie_order = np.argsort(self.priority)
         self._stopped = False
         self._tables: dict[int, np.ndarray] = {}
         self.n_table_refreshes = 0
@@ -187,6 +188,8 @@ class GittinsPolicy(Policy):
         # the completed ones.
         self.open_index = np.where(post.completed, -np.inf, self.index)
         self.completed_index = np.where(post.completed, self.index, -np.inf)
+        # Until an arm completes, the stopping rule cannot fire: observe compares only then.
+        self.best_completed_index = float(self.completed_index.max())
 
     def _fit_prior(self) -> None:
         """Refit ``N(mu_0, v_0)``, switch root tables if ``v_0`` moved beyond the tolerance, refresh all arms."""
@@ -206,7 +209,7 @@ class GittinsPolicy(Policy):
         self._refresh_all_arms()
 
     def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
-        arm = argmax_by_priority(excluding(self.open_index, busy), self.priority)
+        arm = argmax_in_priority_order(excluding(self.open_index, busy), self.tie_order)
         if arm < 0:
             return None
         size = int(self.batch_sizes[self.posterior.n_batches[arm]])
@@ -223,16 +226,17 @@ class GittinsPolicy(Policy):
         else:
             self.index[arm] = post.mean[arm] - self.roots[self.arm_table[arm], post.n_batches[arm]]
             self.recommend_score[arm] = post.mean[arm] - self.kappa * math.sqrt(post.variance[arm])
-            if post.completed[arm]:
+            if post.n_seen[arm] == post.n_examples:
                 self.open_index[arm] = -np.inf
                 self.completed_index[arm] = self.index[arm]
+                self.best_completed_index = max(self.best_completed_index, float(self.index[arm]))
             else:
                 self.open_index[arm] = self.index[arm]
-        if not self._stopped:
-            self._stopped = bool(self.completed_index.max() >= self.open_index.max())
+        if not self._stopped and self.best_completed_index > -np.inf:
+            self._stopped = bool(self.best_completed_index >= self.open_index.max())
 
     def recommend(self) -> int:
-        return argmax_by_priority(self.recommend_score, self.priority)
+        return argmax_in_priority_order(self.recommend_score, self.tie_order)
 
     @property
     def stop_signal(self) -> bool:

@@ -68,7 +68,7 @@ class FiniteBenchmarkPosterior:
         count = len(scores)
         if self.n_seen[arm] + count > self.n_examples:
             raise ValueError(f"arm {arm} would exceed its {self.n_examples} examples")
-        total = float(np.sum(scores))
+        total = float(np.asarray(scores).sum())
         precision = 1.0 / self.latent_var[arm] + count / self.cell_var
         self.latent_mean[arm] = (
             self.latent_mean[arm] / self.latent_var[arm] + total / self.cell_var

@@ -41,6 +41,7 @@ from gittinseval.validation import positive_float, positive_int
 __all__ = [
     "FALLBACK_BATCH_SIZE",
     "argmax_by_priority",
+    "argmax_in_priority_order",
     "EvaluationProblem",
     "Policy",
     "RandomExampleOrder",
@@ -148,11 +149,11 @@ def validate_scores(request: Request, scores: Any) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (request.size,):
         raise ValueError(
-            f"arm {request.arm}: expected {request.size} scores for the requested examples, "
-            f"got shape {scores.shape}"
+            f"arm {request.arm}: expected {request.size} scores for the requested examples, got shape {scores.shape}"
         )
-    bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
-    if bad.any():
+    # min and max propagate NaN, which fails both comparisons: two passes in the common case.
+    if scores.size and not (scores.min() >= 0 and scores.max() <= 1):
+        bad = ~np.isfinite(scores) | (scores < 0) | (scores > 1)
         raise ValueError(
             f"arm {request.arm}: scores must be finite and in [0, 1]; got "
             f"{scores[bad][:5].tolist()} for examples {request.examples[bad][:5].tolist()}"
@@ -251,6 +252,16 @@ def argmax_by_priority(values: np.ndarray, priority: np.ndarray) -> int:
     if best == -np.inf:
         return -1
     return int(np.argmin(np.where(values == best, priority, priority.size)))
+
+
+def argmax_in_priority_order(values: np.ndarray, order: np.ndarray) -> int:
+    """:func:`argmax_by_priority` with ``order = np.argsort(priority)`` given: the first
+    largest value in that order (``argmax`` returns the first of equal maxima).
+
+    Two passes over ``values`` instead of four, for the policies that call it every step.
+    """
+    arm = int(order[values[order].argmax()])
+    return -1 if values[arm] == -np.inf else arm
 
 
 def excluding(values: np.ndarray, busy: frozenset[int]) -> np.ndarray:

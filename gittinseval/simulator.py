@@ -54,8 +54,11 @@ class RunResult:
             with io.TextIOWrapper(raw, encoding="ascii") as handle:
                 handle.write(",".join(TRACE_COLUMNS) + "\n")
                 if len(columns[0]):
+                    # np.savetxt's text, row by row with one format, written at once (savetxt
+                    # writes each row through its own file call, several times slower).
+                    row_format = ",".join(formats.get(name, "%d") for name in TRACE_COLUMNS)
                     table = np.column_stack([c.astype(np.float64) for c in columns])
-                    np.savetxt(handle, table, delimiter=",", fmt=[formats.get(n, "%d") for n in TRACE_COLUMNS])
+                    handle.write("".join(row_format % tuple(row) + "\n" for row in table.tolist()))
         # summary.json marks a finished run (sweeps skip it on a re-run), so it is written
         # last and whole: a run killed mid-save leaves no summary.json at all.
         partial = directory / "summary.json.partial"
@@ -179,9 +182,7 @@ def simulate(
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
         "benchmark": benchmark.name,
-        "benchmark_details": {
-            key: benchmark.details[key] for key in BENCHMARK_FACTS if key in benchmark.details
-        },
+        "benchmark_details": {key: benchmark.details[key] for key in BENCHMARK_FACTS if key in benchmark.details},
         "stand_in": benchmark.stand_in,
         "data_source": benchmark.source,
         "policy": policy.name,
@@ -224,8 +225,10 @@ def _check_request(request: Request, seen: np.ndarray, n_arms: int) -> int:
     examples = np.asarray(request.examples)
     if examples.ndim != 1 or examples.size == 0:
         raise ValueError(f"policy requested no examples of arm {request.arm}")
-    if examples.min() < 0 or examples.max() >= n_examples:
+    # Requests are mostly a few examples: plain Python on a list beats numpy's per-call overhead.
+    listed = examples.tolist()
+    if min(listed) < 0 or max(listed) >= n_examples:
         raise ValueError(f"policy requested examples outside [0, {n_examples}) of arm {request.arm}")
-    if np.unique(examples).size != examples.size or seen[request.arm, examples].any():
+    if len(set(listed)) != len(listed) or seen[request.arm, examples].any():
         raise ValueError(f"policy requested examples of arm {request.arm} twice")
     return examples.size

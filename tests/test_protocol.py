@@ -20,6 +20,8 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
+    argmax_by_priority,
+    argmax_in_priority_order,
     check_live_support,
     excluding,
 )
@@ -132,6 +134,18 @@ def test_live_support_is_declared_on_the_class_and_checked_in_one_place():
     check_live_support(PromptEvalPolicy(), problem(binary=True))
     with pytest.raises(ValueError, match="'prompteval' needs binary"):
         check_live_support(PromptEvalPolicy(), problem(binary=False))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_argmax_in_priority_order_is_argmax_by_priority(seed):
+    """Random values with many exact ties and -inf entries, against the four-pass reference."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 4, size=30).astype(float)
+    values[rng.uniform(size=30) < 0.3] = -np.inf
+    priority = rng.permutation(30)
+    assert argmax_in_priority_order(values, np.argsort(priority)) == argmax_by_priority(values, priority)
+    everything_done = np.full(30, -np.inf)
+    assert argmax_in_priority_order(everything_done, np.argsort(priority)) == -1
 
 
 # Traces recorded with the paper's simulated settings (plain-grid roots, 1 % budget): the

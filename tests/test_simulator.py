@@ -1,6 +1,7 @@
 """Simulator invariants: budget, regret, stopping record, determinism, output format."""
 
 import gzip
+import io
 import json
 
 import numpy as np
@@ -94,6 +95,16 @@ def test_the_same_run_saves_the_same_bytes(benchmark, tmp_path):
     assert (tmp_path / "a" / TRACE_FILE).read_bytes() == (tmp_path / "b" / TRACE_FILE).read_bytes()
 
 
+def test_the_trace_text_is_that_of_np_savetxt(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    expected = io.StringIO()
+    table = np.column_stack([result.trace[name].astype(np.float64) for name in TRACE_COLUMNS])
+    formats = ["%d", "%d", "%d", "%.10g", "%.10g", "%d", "%.10g"]
+    np.savetxt(expected, table, delimiter=",", fmt=formats, header=",".join(TRACE_COLUMNS), comments="")
+    assert gzip.decompress((tmp_path / TRACE_FILE).read_bytes()).decode() == expected.getvalue()
+
+
 def test_runs_saved_with_an_uncompressed_trace_still_load(benchmark, tmp_path):
     result = run(benchmark, batch_size=4)
     result.save(tmp_path)
@@ -131,6 +142,15 @@ class RepeatingPolicy(Policy):
 def test_a_policy_cannot_evaluate_a_cell_twice(benchmark):
     with pytest.raises(ValueError, match="examples of arm 0 twice"):
         simulate(benchmark, RepeatingPolicy(), np.ones(benchmark.n_arms), GaussianPrior())
+
+
+def test_a_request_cannot_name_one_example_twice(benchmark):
+    class Doubling(RepeatingPolicy):
+        def select(self):
+            return Request(0, np.array([3, 1, 3]))
+
+    with pytest.raises(ValueError, match="examples of arm 0 twice"):
+        simulate(benchmark, Doubling(), np.ones(benchmark.n_arms), GaussianPrior())
 
 
 @pytest.mark.parametrize("budget", [0.0, 1.5, -0.1])
