@@ -25,8 +25,6 @@ from gittinseval.validation import non_negative_float, positive_float, positive_
 __all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 PAIRINGS = ("reference", "independent")
-# int64 elements (two generator words each) per dropout draw: 8 MB.
-_PAIRS_PER_CHUNK = 1 << 20
 
 
 class ObservedMatrix:
@@ -127,16 +125,33 @@ class FitDraws:
     """The random draws of one fit from scratch, in the reference's order and dtype.
 
     ``u [E, K, r]`` and ``v [E, N, r]`` standard normal, then one float32 uniform
-    per member and cell, of which only the positions ``e K N + c`` that fell below
-    the drop probability are kept (``dropped_positions``, increasing).  The draws do
-    not depend on which cells are observed; :meth:`dropout_of` reads the dropout of
-    the observed ones.
+    per member and cell, ``torch.rand(E, K, N)``.  Uniform ``i`` is
+    ``(w_i mod 2^24) 2^-24`` for the generator's ``i``-th 32-bit word, so ``u_i < p``
+    is read as ``(w_i mod 2^24) < threshold = ceil(p_32 2^24)``, exactly (``p_32``:
+    ``p`` in float32, as the reference compares).
+
+    The words are kept raw, two to an int64 (``words[j]`` holds word ``2j`` in its
+    high and ``2j + 1`` in its low half, as ``random_()`` draws them; ``4 E K N``
+    bytes), because the draws are made before the fit knows all its observed cells.
+    The dropout of the cells already observed when they were drawn, ``known_cells
+    [M0]``, was read while each member's words were in cache (``known_dropped [E, M0]``);
+    :meth:`dropout_of` reads only the cells observed since from ``words``.
     """
 
     u: torch.Tensor
     v: torch.Tensor
-    dropped_positions: torch.Tensor
+    words: torch.Tensor
+    threshold: int
     n_cells: int
+    known_cells: torch.Tensor
+    known_dropped: torch.Tensor
+
+    def dropped_at(self, cells: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+        """``[len(members), M]`` bool: whether each member's uniform at each of ``cells`` fell below ``p``."""
+        # Read as int32, word g sits at g ^ 1 (the high half of a little-endian int64 comes second).
+        positions = (members[:, None] * self.n_cells + cells).bitwise_xor_(1)
+        words = self.words.view(torch.int32)[positions.view(-1)].view(positions.shape)
+        return words.bitwise_and_(2**24 - 1) < self.threshold
 
     def dropout_of(self, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(members, cells)`` of the dropped observed cells ``cells [M]`` (flat ``k N + n``).
@@ -144,14 +159,14 @@ class FitDraws:
         Ordered by member, then as in ``cells``: the order of the scatter-adds of
         the ALS, which sum float32 terms.
         """
-        observation_rank = torch.full((self.n_cells,), -1, dtype=torch.long)
-        observation_rank[cells] = torch.arange(cells.numel())
-        members = self.dropped_positions // self.n_cells
-        ranks = observation_rank[self.dropped_positions % self.n_cells]
-        kept = ranks >= 0
-        members, ranks = members[kept], ranks[kept]
-        order = torch.argsort(members * max(cells.numel(), 1) + ranks)
-        return members[order], cells[ranks[order]]
+        all_members = torch.arange(self.u.shape[0])
+        known = self.known_cells.numel()
+        if cells.numel() >= known and torch.equal(cells[:known], self.known_cells):
+            dropped = torch.cat([self.known_dropped, self.dropped_at(cells[known:], all_members)], dim=1)
+        else:
+            dropped = self.dropped_at(cells, all_members)
+        members, at = dropped.nonzero(as_tuple=True)
+        return members, cells[at]
 
 
 @dataclass
@@ -256,13 +271,41 @@ class LowRankEnsemble:
         fit = EnsembleFit(draws.u, draws.v, dropped_members, dropped_cells, cells.numel())
         return self._alternate(fit, matrix, self.iterations)
 
-    def draw(self, n_arms: int, n_examples: int, generator: torch.Generator) -> FitDraws:
-        """The draws of one fit on a ``[K, N]`` matrix, from ``generator``."""
+    def draw(
+        self,
+        n_arms: int,
+        n_examples: int,
+        generator: torch.Generator,
+        known_cells: torch.Tensor | None = None,
+        words: torch.Tensor | None = None,
+    ) -> FitDraws:
+        """The draws of one fit on a ``[K, N]`` matrix, from ``generator``.
+
+        ``known_cells`` (flat, in observation order): cells whose dropout is read at
+        once, member by member, while the member's words are in cache.  ``words``: an
+        int64 buffer of ``ceil(E K N / 2)`` to draw into (a fresh one costs page faults).
+        """
         members, rank = self.ensemble_size, self.rank
         u = torch.randn(members, n_arms, rank, generator=generator)
         v = torch.randn(members, n_examples, rank, generator=generator)
         n_cells = n_arms * n_examples
-        return FitDraws(u, v, self._dropped_positions(members * n_cells, generator), n_cells)
+        known_cells = torch.zeros(0, dtype=torch.long) if known_cells is None else known_cells
+        pairs, odd_word = divmod(members * n_cells, 2)
+        threshold = math.ceil(float(np.float32(self.drop_probability)) * 2**24)
+        if words is None:
+            words = torch.empty(pairs + odd_word, dtype=torch.int64)
+        elif words.shape != (pairs + odd_word,) or words.dtype != torch.int64:
+            raise ValueError(f"words must be an int64 buffer of {pairs + odd_word}, got {words.dtype} {words.shape}")
+        known_dropped = torch.empty(members, known_cells.numel(), dtype=torch.bool)
+        draws = FitDraws(u, v, words, threshold, n_cells, known_cells, known_dropped)
+        for member in range(members):
+            # Member e's words end at (e + 1) K N: draw the int64 pairs up to there, in stream order.
+            start, stop = -(-member * n_cells // 2), min(-(-(member + 1) * n_cells // 2), pairs)
+            draws.words[start:stop].random_(generator=generator)
+            if odd_word and member == members - 1:  # the last word alone, in the high half of its pair
+                draws.words[pairs] = int(torch.empty(1, dtype=torch.int32).random_(generator=generator)) << 32
+            draws.known_dropped[member] = draws.dropped_at(known_cells, torch.tensor([member]))[0]
+        return draws
 
     def refit(
         self, previous: EnsembleFit, matrix: ObservedMatrix, generator: torch.Generator, iterations: int
@@ -283,31 +326,6 @@ class LowRankEnsemble:
             previous.n_cells + new_cells.numel(),
         )
         return self._alternate(fit, matrix, iterations)
-
-    def _dropped_positions(self, n_words: int, generator: torch.Generator) -> torch.Tensor:
-        """Positions ``i`` where the reference's ``i``-th float32 uniform falls below ``p``.
-
-        The reference draws ``torch.rand(E, K, N)``: uniform ``i`` is
-        ``(w_i mod 2^24) 2^-24`` for the generator's ``i``-th 32-bit word, so
-        ``u_i < p`` is read as ``(w_i mod 2^24) < ceil(p_32 2^24)``, exactly (``p_32``:
-        ``p`` in float32, as the reference compares).  The words are drawn two at a
-        time as int64 (``random_()`` puts word ``2j`` in the high and ``2j + 1`` in the
-        low half of element ``j``), which torch draws faster per word than one
-        int32 or float32 each; in chunks, so the buffer stays small.
-        """
-        threshold = math.ceil(float(np.float32(self.drop_probability)) * 2**24)
-        pairs, odd_word = divmod(n_words, 2)
-        buffer = torch.empty(min(pairs, _PAIRS_PER_CHUNK), dtype=torch.int64)
-        found = []
-        for start in range(0, pairs, _PAIRS_PER_CHUNK):
-            words = buffer[: min(_PAIRS_PER_CHUNK, pairs - start)].random_(generator=generator)
-            low_bits = torch.stack([words >> 32, words], dim=1).bitwise_and_(2**24 - 1)  # words 2j, 2j + 1
-            found.append(torch.nonzero((low_bits < threshold).view(-1)).view(-1) + 2 * start)
-        if odd_word:
-            word = torch.empty(1, dtype=torch.int32).random_(generator=generator)  # one word, w mod 2^31
-            if int(word) % 2**24 < threshold:
-                found.append(torch.tensor([n_words - 1]))
-        return torch.cat(found) if found else torch.zeros(0, dtype=torch.long)
 
     def _dropped(self, dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``."""
@@ -411,17 +429,31 @@ class _DrawsAhead:
     """The :class:`FitDraws` of the next fit, drawn on :data:`_DRAW_THREAD` ahead of time.
 
     Each :meth:`take` returns the draws of the next fit and starts drawing the one
-    after it, which then overlaps the ALS of this fit (a second core's work).
+    after it, which then overlaps the ALS of this fit (a second core's work).  The
+    cells observed at that moment are all the next fit will see but one request's,
+    so their dropout is read as the words are drawn.  Two word buffers take turns:
+    a fit has read its draws before the one after next is drawn into its buffer.
     """
 
-    def __init__(self, ensemble: LowRankEnsemble, shape: tuple[int, int], generator: torch.Generator) -> None:
-        self._draw = lambda: ensemble.draw(*shape, generator)
-        self._next: Future[FitDraws] = _DRAW_THREAD.submit(self._draw)
+    def __init__(self, ensemble: LowRankEnsemble, matrix: ObservedMatrix, generator: torch.Generator) -> None:
+        size = -(-ensemble.ensemble_size * matrix.shape[0] * matrix.shape[1] // 2)
+        self._buffers = [torch.empty(size, dtype=torch.int64) for _ in range(2)]
+        self._draw = lambda cells, words: ensemble.draw(*matrix.shape, generator, cells, words)
+        self._matrix = matrix
+        self._next: Future[FitDraws] = self._submit()
+
+    def _submit(self) -> Future[FitDraws]:
+        self._buffers.reverse()
+        return _DRAW_THREAD.submit(self._draw, self._matrix.cells, self._buffers[0])
 
     def take(self) -> FitDraws:
         draws = self._next.result()
-        self._next = _DRAW_THREAD.submit(self._draw)
+        self._next = self._submit()
         return draws
+
+    def settle(self) -> None:
+        """Wait until the draws made ahead are done (for timing a fixed number of steps)."""
+        self._next.result()
 
 
 def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -456,7 +488,9 @@ class LRFPolicy(Policy):
     allocation.
 
     Parity mode (the default) refits from scratch each step, as the reference
-    does.  With ``warm_start`` each fit after the first starts from the previous
+    does; the random draws of the next fit are made on a second thread while this
+    one fits, into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545,
+    590 MB at 1500 x 1534).  With ``warm_start`` each fit after the first starts from the previous
     fit's factors, keeps each member's dropout of the cells it already saw, and
     runs ``warm_start_iterations`` ALS rounds instead of the ensemble's
     ``iterations`` (see :meth:`LowRankEnsemble.refit`).
@@ -533,7 +567,7 @@ class LRFPolicy(Policy):
         # A parity fit uses the generator for its draws only, so the next fit's draws
         # can be made on another thread while this one fits: the same stream, earlier.
         if self.draws_ahead is None:
-            self.draws_ahead = _DrawsAhead(self.ensemble, self.matrix.shape, self.generator)
+            self.draws_ahead = _DrawsAhead(self.ensemble, self.matrix, self.generator)
         return self.ensemble.fit_drawn(self.draws_ahead.take(), self.matrix)
 
     def arm_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,11 @@ same matrix:
 * the same with ``warm_start=true`` (its first, cold fit is not timed).
 
 The three kinds of step are interleaved so that a change in the machine's load
-shifts them alike.  Prints the median wall and CPU seconds per step of each
+shifts them alike: each round times one banditeval step and a block of ``--block``
+consecutive steps of each of ours (per-step time: the block's time over its size).
+A parity step draws the next step's random numbers on a second thread while it
+fits; a block ends when the draw it started last is done, so each block's time holds
+as many draws as steps.  Prints the median wall and CPU seconds per step of each
 (CPU: this process's user + system time, summed over its threads; on a shared
 machine it is the steadier figure), the ratios banditeval / ours (parity) and
 the warm-start speed-ups over parity.  Needs ``banditeval==0.1.1``.
@@ -68,7 +72,8 @@ def main() -> None:
     parser.add_argument("--subject", default="high_school_psychology",
         help="MMLU subject whose matrix is timed (default: %(default)s)")
     parser.add_argument("--observed", type=float, default=0.06, help="share of observed cells")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps of ours, per mode")
+    parser.add_argument("--steps", type=int, default=5, help="timed blocks of ours, per mode")
+    parser.add_argument("--block", type=int, default=5, help="consecutive steps of ours per timed block")
     parser.add_argument("--reference-steps", type=int, default=3, help="timed banditeval steps")
     parser.add_argument("--threads", type=int, default=None, help="torch threads for both (default: torch's)")
     args = parser.parse_args()
@@ -83,10 +88,17 @@ def main() -> None:
     parity = observed_policy(scores, observed, 1, warm_start=False)
     warm = observed_policy(scores, observed, 1, warm_start=True)
     step(warm, scores)  # the cold first fit
+    step(parity, scores)  # the draws of the first timed step are made during this one
+    def block(policy: LRFPolicy) -> None:
+        for _ in range(args.block):
+            step(policy, scores)
+        if policy.draws_ahead is not None:
+            policy.draws_ahead.settle()
+
     steps = {
         "banditeval": lambda: upper_confidence_bound_exploration_low_rank_factorization(matrix, batch_size=32),
-        "parity": lambda: step(parity, scores),
-        "warm": lambda: step(warm, scores),
+        "parity": lambda: block(parity),
+        "warm": lambda: block(warm),
     }
     counts = {"banditeval": args.reference_steps, "parity": args.steps, "warm": args.steps}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in steps}
@@ -94,12 +106,14 @@ def main() -> None:
         for name, function in steps.items():
             if round_ < counts[name]:
                 times[name].append(timed(function))
+    per_step = {"banditeval": 1, "parity": args.block, "warm": args.block}
+    times = {name: [(w / per_step[name], c / per_step[name]) for w, c in values] for name, values in times.items()}
     wall = {name: statistics.median(t[0] for t in values) for name, values in times.items()}
     cpu = {name: statistics.median(t[1] for t in values) for name, values in times.items()}
 
     print(
         f"{args.subject}: K={n_arms} x N={n_examples}, {observed.mean():.1%} observed, "
-        f"{torch.get_num_threads()} torch threads; median seconds per step (wall times of each step in brackets)"
+        f"{torch.get_num_threads()} torch threads; median seconds per step (per step of each block in brackets)"
     )
     print(f"{'':38s} {'wall':>8s} {'cpu':>8s}")
     for name, label in (

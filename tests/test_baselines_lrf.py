@@ -8,7 +8,7 @@ import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
 from banditeval.factorization import Factorization
 
-from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
+from baselines.lrf import LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
@@ -180,23 +180,24 @@ def test_bad_hyperparameters_are_named():
         LRFPolicy(warm_start="yes")
 
 
-@pytest.mark.parametrize(
-    ("drop", "members", "n_cells", "pairs_per_chunk"),
-    [(0.05, 5, 3000, 1 << 20), (0.1, 4, 3001, 7), (0.5, 3, 2999, 64), (0.05, 64, 1001, 1000)],
-)
-def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop, members, n_cells, pairs_per_chunk, monkeypatch):
-    """Odd word counts and chunk boundaries included: the words are drawn two at a time."""
-    monkeypatch.setattr("baselines.lrf._PAIRS_PER_CHUNK", pairs_per_chunk)
-    cells = torch.from_numpy(np.random.default_rng(0).choice(n_cells, 700, replace=False))  # observation order
+@pytest.mark.parametrize(("drop", "members", "shape"), [(0.05, 5, (30, 100)), (0.1, 3, (31, 97)), (0.5, 4, (7, 9))])
+def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop, members, shape):
+    """Odd word counts included: the words are drawn two at a time."""
+    n_cells = shape[0] * shape[1]
+    cells = torch.from_numpy(np.random.default_rng(0).choice(n_cells, n_cells // 4, replace=False))  # observed order
     ours, reference = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
-    positions = LowRankEnsemble(ensemble_size=members, drop_probability=drop)._dropped_positions(
-        members * n_cells, ours
-    )
-    got_members, got_cells = FitDraws(torch.zeros(0), torch.zeros(0), positions, n_cells).dropout_of(cells)
+    known = cells[: len(cells) // 2]  # read as the words are drawn; the rest read afterwards
+    draws = LowRankEnsemble(ensemble_size=members, drop_probability=drop).draw(*shape, ours, known)
+    got_members, got_cells = draws.dropout_of(cells)
+    assert torch.equal(draws.u, torch.randn(members, shape[0], 1, generator=reference))
+    assert torch.equal(draws.v, torch.randn(members, shape[1], 1, generator=reference))
     uniforms = torch.rand(members, n_cells, generator=reference)
-    assert torch.equal(positions, torch.nonzero((uniforms < drop).view(-1)).view(-1))
     want_members, want_at = (uniforms < drop)[:, cells].nonzero(as_tuple=True)  # by member, then observation
     assert torch.equal(got_members, want_members) and torch.equal(got_cells, cells[want_at]) and want_at.numel()
+    reordered = cells.flip(0)  # does not extend the known cells: every word is read afterwards
+    want_members, want_at = (uniforms < drop)[:, reordered].nonzero(as_tuple=True)
+    got_members, got_cells = draws.dropout_of(reordered)
+    assert torch.equal(got_members, want_members) and torch.equal(got_cells, reordered[want_at])
     assert torch.equal(torch.rand(4, generator=ours), torch.rand(4, generator=reference))  # same words consumed
 
 
@@ -206,8 +207,8 @@ def test_draws_made_ahead_give_the_same_run_as_draws_made_in_turn(monkeypatch):
     bench = Benchmark("lrf-ahead", scores)
 
     class InTurn:
-        def __init__(self, ensemble, shape, generator):
-            self.draw = lambda: ensemble.draw(*shape, generator)
+        def __init__(self, ensemble, matrix, generator):
+            self.draw = lambda: ensemble.draw(*matrix.shape, generator)
 
         def take(self):
             return self.draw()
