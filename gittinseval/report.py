@@ -22,6 +22,10 @@ evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each tab
   left), over the runs where it fired, and the share of runs where it fired;
 - the median wall time of one run.
 
+``overview.md`` sets the panels side by side, one table per cost mode: per panel,
+each method's mean ± SE regret at 1, 2 and 5 % and its mean stop cost (with the
+number of runs that stopped), and with ``--versus`` the paired differences at 2 %.
+
 With ``--versus LABEL``, each panel that has a curve ``LABEL`` gets a second table:
 for every other curve, the mean ± SE of the *paired* difference of simple regret
 (curve minus ``LABEL``) at 1, 2, 5 and 10 %, over the runs of the two curves that
@@ -45,7 +49,7 @@ import numpy as np
 from gittinseval.plotting import aggregate_group, find_runs, plot_curves, plot_wall_times
 from gittinseval.simulator import RunResult, regret_at
 
-__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "paired_rows", "panels", "write_report"]
+__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "overview_tables", "paired_rows", "panels", "write_report"]
 
 TABLE_PERCENTS = (1, 2, 5, 10)
 MMLU_PANELS = ("bucket", "size", "subject")
@@ -198,6 +202,38 @@ def _table(rows: list[dict[str, str]]) -> list[str]:
     return lines + ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
 
 
+OVERVIEW_PERCENTS = (1, 2, 5)
+
+
+def overview_tables(all_panels: list[Panel], versus: str | None = None) -> dict[str, list[dict[str, str]]]:
+    """Per cost mode, one row per panel: each method's regret at :data:`OVERVIEW_PERCENTS`, its
+    stop cost (mean ± SE over the runs that stopped, and how many), and with ``versus`` each
+    other method's paired difference at 2 % (see :func:`paired_rows`)."""
+    by_cost: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for panel in all_panels:
+        cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
+        rows = curve_rows(panel)
+        counts = [r["runs"] for r in rows]
+        runs = f"{counts[0]} each" if len(set(counts)) == 1 else ", ".join(f"{r['method']} {r['runs']}" for r in rows)
+        row = {"panel": panel.title.split(" (")[0], "runs": runs}
+        for percent in OVERVIEW_PERCENTS:
+            row.update({f"{percent} % {r['method']}": r[f"regret @ {percent}%"] for r in rows})
+        row.update({f"stop % {r['method']}": f"{r['stop cost %']} ({r['stopped']})" for r in rows})
+        if versus:
+            row.update({f"{r[f'method − {versus}']} − {versus} @ 2 %": r["Δ regret @ 2%"]
+                        for r in paired_rows(panel, versus)})
+        by_cost[cost_mode].append(row)
+    for rows in by_cost.values():  # panels with fewer methods get "–" in the others' columns
+        columns = list(dict.fromkeys(column for row in rows for column in row))
+        for row in rows:
+            for column in columns:
+                row.setdefault(column, "–")
+            row_copy = {column: row[column] for column in columns}
+            row.clear()
+            row.update(row_copy)
+    return dict(by_cost)
+
+
 def _markdown(panel: Panel, versus: str | None = None) -> str:
     lines = [f"### {panel.title}", "", *_table(curve_rows(panel))]
     paired = paired_rows(panel, versus) if versus else []
@@ -215,7 +251,8 @@ def write_report(
     versus: str | None = None,
 ) -> Path:
     """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
-    time per run of every method and panel) and ``report.md`` (every table) into ``out``."""
+    time per run of every method and panel), ``overview.md`` (the panels side by side) and
+    ``report.md`` (every table) into ``out``."""
     runs = [run for sweep_dir in sweep_dirs for run in find_runs(sweep_dir)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +266,8 @@ def write_report(
         "",
     ]
     wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
-    for panel in panels(runs, mmlu_panels):
+    all_panels = panels(runs, mmlu_panels)
+    for panel in all_panels:
         cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
         wall_times[cost_mode][panel.title.split(" (")[0]] = {
             label: [r.summary["wall_time_s"] for r in members] for label, members in panel.curves.items()
@@ -242,6 +280,10 @@ def write_report(
     for cost_mode, groups in wall_times.items():
         figure = plot_wall_times(groups, out / f"timing_{cost_mode}.png", f"Wall time per run ({cost_mode} cost)")
         sections += [f"![Wall time per run ({cost_mode} cost)]({figure.name})", ""]
+    overview = ["# Overview", ""]
+    for cost_mode, rows in overview_tables(all_panels, versus).items():
+        overview += [f"## {cost_mode} cost", "", *_table(rows), ""]
+    (out / "overview.md").write_text("\n".join(overview))
     report = out / "report.md"
     report.write_text("\n".join(sections))
     return report
@@ -275,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-report: error: {error}\n")
     print(report.read_text())
-    print(f"wrote {out}/ (report.md, one PNG and one table per panel)")
+    print(f"wrote {out}/ (report.md, overview.md, one PNG and one table per panel)")
 
 
 if __name__ == "__main__":

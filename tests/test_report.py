@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gittinseval.report import curve_rows, main, paired_rows, panels, write_report
+from gittinseval.report import curve_rows, main, overview_tables, paired_rows, panels, write_report
 from gittinseval.simulator import RunResult
 
 
@@ -92,6 +92,11 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
         mean, se = np.mean(want[percent]), np.std(want[percent], ddof=1) / np.sqrt(8)
         assert row[f"Δ regret @ {percent}%"] == f"{mean:.4f} ± {se:.4f}"
     assert paired_rows(panel, "UCB-E") == []
+    (overview,) = overview_tables([panel], versus="GittinsEval-S")["unit"]
+    by_method = {r["method"]: r for r in curve_rows(panel)}
+    assert overview["2 % GittinsEval-S"] == by_method["GittinsEval-S"]["regret @ 2%"]
+    assert overview["GittinsEval-EB − GittinsEval-S @ 2 %"] == row["Δ regret @ 2%"]
+    assert overview["runs"] == "GittinsEval-EB 9, GittinsEval-S 8"
 
 
 def test_a_column_past_the_runs_budget_is_empty():
@@ -115,6 +120,8 @@ def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
         assert (tmp_path / "out" / f"{name}.md").read_text() in text
     main([str(tmp_path / "sweep"), "--linear"])
     assert "wrote" in capsys.readouterr().out and (tmp_path / "sweep" / "report" / "report.md").is_file()
+    overview = (tmp_path / "out" / "overview.md").read_text()
+    assert "## unit cost" in overview and "## aware cost" in overview and "| toy | 2 each |" in overview
     with pytest.raises(SystemExit) as error:
         main([str(tmp_path / "empty")])
     assert error.value.code == 2
