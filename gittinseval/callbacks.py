@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 # by every job (jobs may run in other processes or on other machines), and a file to
 # which each job appends one line when it ends.
 SIZE_FILE = ".sweep_size"
+MAX_SWEEP_FIGURES = 12
 DONE_FILE = ".sweep_done"
 
 
@@ -86,13 +87,19 @@ class PlotSweep(Callback):
             runs, reused = _done_counts(sweep_dir)
             if reused:
                 print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
-        figures, curves = plot_sweep(sweep_dir)
-        for curve in curves:
-            stop = "no signal" if curve.stop_pct is None else f"mean stop at {curve.stop_pct:.3g}%"
-            print(f"  {curve.label:<24} {curve.n_runs} runs, final mean regret {curve.mean[-1]:.4g}, "
-                  f"{stop} ({curve.n_stopped}/{curve.n_runs} runs)")
-        for figure in figures:
-            print(f"Regret figure: {figure.resolve()}")
+        # A sweep over many benchmarks (all MMLU subjects) would take minutes to draw one
+        # figure each; gittinseval-report pools them into the paper's panels instead.
+        figures, curves = plot_sweep(sweep_dir, max_figures=MAX_SWEEP_FIGURES)
+        if figures:
+            for curve in curves:
+                stop = "no signal" if curve.stop_pct is None else f"mean stop at {curve.stop_pct:.3g}%"
+                print(f"  {curve.label:<24} {curve.n_runs} runs, final mean regret {curve.mean[-1]:.4g}, "
+                      f"{stop} ({curve.n_stopped}/{curve.n_runs} runs)")
+            for figure in figures:
+                print(f"Regret figure: {figure.resolve()}")
+        else:
+            print(f"More than {MAX_SWEEP_FIGURES} benchmark x cost panels: no figure or summary here; "
+                  "gittinseval-report pools them into the paper's panels (MMLU by bucket).")
         print(f"Summary tables: gittinseval-report {sweep_dir}")
         offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)
         if offline_run is not None:

@@ -18,6 +18,7 @@ own end, so every run counts at every grid point.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
@@ -201,27 +202,35 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log
 
 
 def plot_sweep(
-    sweep_dir: str | Path, out: str | Path | None = None, log_cost: bool = True
+    sweep_dir: str | Path, out: str | Path | None = None, log_cost: bool = True, max_figures: int | None = None
 ) -> tuple[list[Path], list[RegretCurve]]:
     """Aggregate every run under ``sweep_dir`` and write the regret figure (PNG).
 
     One figure per (benchmark, cost mode): with a single one the figure is ``out``
     (default ``<sweep_dir>/regret.png``); with several, each is named
-    ``<out stem>_<benchmark>_<cost mode>.png`` next to ``out``.
+    ``<out stem>_<benchmark>_<cost mode>.png`` next to ``out``.  With more than
+    ``max_figures`` of them, nothing is read or drawn: ``([], [])``.
     """
     sweep_dir = Path(sweep_dir)
     out = Path(out) if out is not None else sweep_dir / "regret.png"
+    if max_figures is not None:  # count the panels from the summaries before reading any trace
+        keys = set()
+        for path in sweep_dir.rglob("summary.json"):
+            summary = json.loads(path.read_text())
+            keys.add((summary["benchmark"], summary["cost_mode"]))
+        if len(keys) > max_figures:
+            return [], []
     panels: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for run in find_runs(sweep_dir):
         panels[(run.summary["benchmark"], run.summary["cost_mode"])].append(run)
     figures, all_curves = [], []
     for (benchmark, cost_mode), members in panels.items():
         curves = aggregate_runs(members, log_grid=log_cost)
+        all_curves.extend(curves)
         stand_in = " [stand-in]" if members[0].summary.get("stand_in") else ""
         name = f"{benchmark.replace('/', '_')}_{cost_mode}"
         target = out if len(panels) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
         figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}", log_cost))
-        all_curves.extend(curves)
     return figures, all_curves
 
 

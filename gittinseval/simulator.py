@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow
+import pyarrow.csv
 from tqdm.auto import tqdm
 
 from gittinseval.data import Benchmark
@@ -80,8 +82,11 @@ class RunResult:
         trace_path = cls.trace_path(directory)
         if trace_path is None:
             raise FileNotFoundError(f"{directory} has summary.json but no {TRACE_FILE}")
-        table = np.loadtxt(trace_path, delimiter=",", skiprows=1, ndmin=2)
-        trace = {name: table[:, i] for i, name in enumerate(TRACE_COLUMNS)}
+        # Arrow's CSV reader (gzip by the file name) is several times faster than np.loadtxt,
+        # which matters when a report reads thousands of runs.
+        as_float = pyarrow.csv.ConvertOptions(column_types=dict.fromkeys(TRACE_COLUMNS, pyarrow.float64()))
+        table = pyarrow.csv.read_csv(trace_path, convert_options=as_float)
+        trace = {name: table.column(name).to_numpy() for name in TRACE_COLUMNS}
         for name in ("step", "arm", "batch_size", "recommended"):
             trace[name] = trace[name].astype(np.int64)
         return cls(trace=trace, summary=summary)

@@ -67,6 +67,8 @@ def test_plot_sweep_draws_one_figure_per_benchmark_and_cost_mode(tmp_path):
     figures, curves = plot_sweep(tmp_path, tmp_path / "fig.png")
     assert sorted(f.name for f in figures) == ["fig_toy_aware.png", "fig_toy_unit.png"]
     assert sorted(c.n_runs for c in curves) == [1, 2]
+    assert plot_sweep(tmp_path, tmp_path / "none.png", max_figures=1) == ([], [])
+    assert len(plot_sweep(tmp_path, tmp_path / "two.png", max_figures=2)[0]) == 2
 
 
 def test_arm_quality_marks_mean_best_and_prior(tmp_path, monkeypatch):
