@@ -37,10 +37,14 @@ class RunningMeans:
     def __init__(self, n_arms: int) -> None:
         self.sums = np.zeros(n_arms)
         self.counts = np.zeros(n_arms, dtype=np.int64)
+        # [K] empirical means, -inf for arms never observed: kept up to date arm by arm for
+        # policies that recommend after every batch (a full division each time is slower).
+        self.seen_means = np.full(n_arms, -np.inf)
 
     def update(self, arm: int, scores: np.ndarray) -> None:
         self.sums[arm] += scores.sum()
         self.counts[arm] += scores.size
+        self.seen_means[arm] = self.sums[arm] / self.counts[arm]
 
     @property
     def means(self) -> np.ndarray:

@@ -113,6 +113,7 @@ def test_running_means_best_skips_unobserved_and_breaks_ties_by_priority():
     assert stats.best(everyone, priority) == 0
     assert stats.best(np.array([False, True, True, False]), priority) == 2
     np.testing.assert_allclose(stats.means, [1.0, np.nan, 0.5, 0.5])
+    np.testing.assert_array_equal(stats.seen_means, np.where(stats.counts > 0, stats.means, -np.inf))
 
 
 def test_evaluation_problem_requires_binary_by_keyword():
