@@ -26,7 +26,7 @@ evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each tab
 each method's mean ± SE regret at 1, 2 and 5 % and its mean stop cost (with the
 number of runs that stopped), and with ``--versus`` the paired differences at 2 %.
 
-With ``--versus LABEL``, each panel that has a curve ``LABEL`` gets a second table:
+With ``--versus LABEL`` (repeatable), each panel that has a curve ``LABEL`` gets a table:
 for every other curve, the mean ± SE of the *paired* difference of simple regret
 (curve minus ``LABEL``) at 1, 2, 5 and 10 %, over the runs of the two curves that
 share a benchmark (MMLU subject, matrix seed) and seed.  Pairing removes the
@@ -205,10 +205,10 @@ def _table(rows: list[dict[str, str]]) -> list[str]:
 OVERVIEW_PERCENTS = (1, 2, 5)
 
 
-def overview_tables(all_panels: list[Panel], versus: str | None = None) -> dict[str, list[dict[str, str]]]:
+def overview_tables(all_panels: list[Panel], versus: tuple[str, ...] = ()) -> dict[str, list[dict[str, str]]]:
     """Per cost mode, one row per panel: each method's regret at :data:`OVERVIEW_PERCENTS`, its
-    stop cost (mean ± SE over the runs that stopped, and how many), and with ``versus`` each
-    other method's paired difference at 2 % (see :func:`paired_rows`)."""
+    stop cost (mean ± SE over the runs that stopped, and how many), and for each label of
+    ``versus`` every other method's paired difference at 2 % (see :func:`paired_rows`)."""
     by_cost: dict[str, list[dict[str, str]]] = defaultdict(list)
     for panel in all_panels:
         cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
@@ -219,9 +219,9 @@ def overview_tables(all_panels: list[Panel], versus: str | None = None) -> dict[
         for percent in OVERVIEW_PERCENTS:
             row.update({f"{percent} % {r['method']}": r[f"regret @ {percent}%"] for r in rows})
         row.update({f"stop % {r['method']}": f"{r['stop cost %']} ({r['stopped']})" for r in rows})
-        if versus:
-            row.update({f"{r[f'method − {versus}']} − {versus} @ 2 %": r["Δ regret @ 2%"]
-                        for r in paired_rows(panel, versus)})
+        for baseline in versus:
+            row.update({f"{r[f'method − {baseline}']} − {baseline} @ 2 %": r["Δ regret @ 2%"]
+                        for r in paired_rows(panel, baseline)})
         by_cost[cost_mode].append(row)
     for rows in by_cost.values():  # panels with fewer methods get "–" in the others' columns
         columns = list(dict.fromkeys(column for row in rows for column in row))
@@ -234,12 +234,13 @@ def overview_tables(all_panels: list[Panel], versus: str | None = None) -> dict[
     return dict(by_cost)
 
 
-def _markdown(panel: Panel, versus: str | None = None) -> str:
+def _markdown(panel: Panel, versus: tuple[str, ...] = ()) -> str:
     lines = [f"### {panel.title}", "", *_table(curve_rows(panel))]
-    paired = paired_rows(panel, versus) if versus else []
-    if paired:
-        lines += ["", f"Paired differences against {versus} (same benchmark and seed; negative: lower regret):", ""]
-        lines += _table(paired)
+    for baseline in versus:
+        paired = paired_rows(panel, baseline)
+        if paired:
+            lines += ["", f"Paired differences against {baseline} (same benchmark and seed; negative: lower regret):"]
+            lines += ["", *_table(paired)]
     return "\n".join(lines) + "\n"
 
 
@@ -248,7 +249,7 @@ def write_report(
     out: str | Path,
     mmlu_panels: str = "bucket",
     log_cost: bool = True,
-    versus: str | None = None,
+    versus: tuple[str, ...] = (),
 ) -> Path:
     """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
     time per run of every method and panel), ``overview.md`` (the panels side by side) and
@@ -307,13 +308,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--versus",
         metavar="LABEL",
-        default=None,
-        help="also tabulate each method's regret minus LABEL's (e.g. GittinsEval-S), paired by benchmark and seed",
+        action="append",
+        default=[],
+        help="also tabulate each method's regret minus LABEL's (e.g. GittinsEval-S), paired by benchmark and "
+        "seed; repeat for several",
     )
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else Path(args.sweep_dirs[0]) / "report"
     try:
-        report = write_report(args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear, versus=args.versus)
+        report = write_report(
+            args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear, versus=tuple(args.versus)
+        )
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-report: error: {error}\n")
     print(report.read_text())

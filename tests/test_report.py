@@ -92,7 +92,7 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
         mean, se = np.mean(want[percent]), np.std(want[percent], ddof=1) / np.sqrt(8)
         assert row[f"Δ regret @ {percent}%"] == f"{mean:.4f} ± {se:.4f}"
     assert paired_rows(panel, "UCB-E") == []
-    (overview,) = overview_tables([panel], versus="GittinsEval-S")["unit"]
+    (overview,) = overview_tables([panel], versus=("GittinsEval-S",))["unit"]
     by_method = {r["method"]: r for r in curve_rows(panel)}
     assert overview["2 % GittinsEval-S"] == by_method["GittinsEval-S"]["regret @ 2%"]
     assert overview["GittinsEval-EB − GittinsEval-S @ 2 %"] == row["Δ regret @ 2%"]
