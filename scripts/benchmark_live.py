@@ -27,7 +27,7 @@ from gittinseval.live import Evaluator, MatrixScorer, evaluate
 
 def time_policy(scores: np.ndarray, costs: np.ndarray, n_requests: int, batch_size: int) -> float:
     n_arms, n_examples = scores.shape
-    policy = GittinsPolicy(batch_size)
+    policy = GittinsPolicy(batch_size=batch_size)
     problem = EvaluationProblem(n_examples, costs, n_examples * costs.sum(), 0.5, 0.04, binary=True)
     policy.reset(problem, np.random.default_rng(0))
     started = time.perf_counter()
@@ -42,7 +42,8 @@ def time_evaluator(
     scores: np.ndarray, costs: np.ndarray, n_requests: int, batch_size: int, store: Path | None
 ) -> float:
     n_arms, n_examples = scores.shape
-    with Evaluator(range(n_arms), n_examples, costs, batch_size=batch_size, store=store) as evaluator:
+    policy = GittinsPolicy(batch_size=batch_size)
+    with Evaluator(range(n_arms), n_examples, costs, policy=policy, binary=True, store=store) as evaluator:
         started = time.perf_counter()
         for _ in range(n_requests):
             request = evaluator.ask()
@@ -72,7 +73,8 @@ def time_driver(
         timed_scorer,
         budget,
         costs=np.full(n_arms, costs.min()),
-        batch_size=batch_size,
+        policy=GittinsPolicy(batch_size=batch_size),
+        binary=True,
         store=store,
         progress=False,
     )
