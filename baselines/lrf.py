@@ -120,6 +120,13 @@ class _SortedCells:
             )
 
 
+def _dropped_cells(dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``:
+    by member, then in the order of ``cells``."""
+    members, positions = dropped.nonzero(as_tuple=True)
+    return members, cells[positions]
+
+
 @dataclass
 class FitDraws:
     """The random draws of one fit from scratch, in the reference's order and dtype.
@@ -165,8 +172,7 @@ class FitDraws:
             dropped = torch.cat([self.known_dropped, self.dropped_at(cells[known:], all_members)], dim=1)
         else:
             dropped = self.dropped_at(cells, all_members)
-        members, at = dropped.nonzero(as_tuple=True)
-        return members, cells[at]
+        return _dropped_cells(dropped, cells)
 
 
 @dataclass
@@ -317,7 +323,7 @@ class LowRankEnsemble:
         """
         new_cells = matrix.cells[previous.n_cells :]
         uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
-        members, cells = self._dropped(uniforms < self.drop_probability, new_cells)
+        members, cells = _dropped_cells(uniforms < self.drop_probability, new_cells)
         fit = EnsembleFit(
             previous.u,
             previous.v,
@@ -326,11 +332,6 @@ class LowRankEnsemble:
             previous.n_cells + new_cells.numel(),
         )
         return self._alternate(fit, matrix, iterations)
-
-    def _dropped(self, dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``."""
-        members, positions = dropped.nonzero(as_tuple=True)
-        return members, cells[positions]
 
     def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
         """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout."""

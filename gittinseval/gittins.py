@@ -187,9 +187,9 @@ class GittinsPolicy(Policy):
         # Selection sees only unfinished arms; the stopping rule compares them with
         # the completed ones.
         self.open_index = np.where(post.completed, -np.inf, self.index)
-        self.completed_index = np.where(post.completed, self.index, -np.inf)
-        # Until an arm completes, the stopping rule cannot fire: observe compares only then.
-        self.best_completed_index = float(self.completed_index.max())
+        # The stopping rule needs only the best completed index; until an arm completes
+        # it is -inf and the rule cannot fire, so observe compares only then.
+        self.best_completed_index = float(np.where(post.completed, self.index, -np.inf).max())
 
     def _fit_prior(self) -> None:
         """Refit ``N(mu_0, v_0)``, switch root tables if ``v_0`` moved beyond the tolerance, refresh all arms."""
@@ -228,7 +228,6 @@ class GittinsPolicy(Policy):
             self.recommend_score[arm] = post.mean[arm] - self.kappa * math.sqrt(post.variance[arm])
             if post.n_seen[arm] == post.n_examples:
                 self.open_index[arm] = -np.inf
-                self.completed_index[arm] = self.index[arm]
                 self.best_completed_index = max(self.best_completed_index, float(self.index[arm]))
             else:
                 self.open_index[arm] = self.index[arm]

@@ -49,7 +49,17 @@ import numpy as np
 from gittinseval.plotting import aggregate_group, find_runs, plot_curves, plot_wall_times
 from gittinseval.simulator import RunResult, regret_at
 
-__all__ = ["Panel", "TABLE_PERCENTS", "curve_rows", "main", "overview_tables", "paired_rows", "panels", "write_report"]
+__all__ = [
+    "Panel",
+    "PanelTables",
+    "TABLE_PERCENTS",
+    "curve_rows",
+    "main",
+    "overview_tables",
+    "paired_rows",
+    "panels",
+    "write_report",
+]
 
 TABLE_PERCENTS = (1, 2, 5, 10)
 MMLU_PANELS = ("bucket", "size", "subject")
@@ -205,39 +215,51 @@ def _table(rows: list[dict[str, str]]) -> list[str]:
 OVERVIEW_PERCENTS = (1, 2, 5)
 
 
+@dataclass
+class PanelTables:
+    """A panel's table rows (:func:`curve_rows`) and paired rows per baseline (:func:`paired_rows`)."""
+
+    panel: Panel
+    rows: list[dict[str, str]]
+    paired: dict[str, list[dict[str, str]]]
+
+    @classmethod
+    def of(cls, panel: Panel, versus: tuple[str, ...] = ()) -> PanelTables:
+        return cls(panel, curve_rows(panel), {baseline: paired_rows(panel, baseline) for baseline in versus})
+
+
 def overview_tables(all_panels: list[Panel], versus: tuple[str, ...] = ()) -> dict[str, list[dict[str, str]]]:
     """Per cost mode, one row per panel: each method's regret at :data:`OVERVIEW_PERCENTS`, its
     stop cost (mean ± SE over the runs that stopped, and how many), and for each label of
     ``versus`` every other method's paired difference at 2 % (see :func:`paired_rows`)."""
+    return _overview([PanelTables.of(panel, versus) for panel in all_panels])
+
+
+def _overview(tables: list[PanelTables]) -> dict[str, list[dict[str, str]]]:
     by_cost: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for panel in all_panels:
-        cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
-        rows = curve_rows(panel)
+    for table in tables:
+        cost_mode = next(iter(table.panel.curves.values()))[0].summary["cost_mode"]
+        rows = table.rows
         counts = [r["runs"] for r in rows]
         runs = f"{counts[0]} each" if len(set(counts)) == 1 else ", ".join(f"{r['method']} {r['runs']}" for r in rows)
-        row = {"panel": panel.title.split(" (")[0], "runs": runs}
+        row = {"panel": table.panel.title.split(" (")[0], "runs": runs}
         for percent in OVERVIEW_PERCENTS:
             row.update({f"{percent} % {r['method']}": r[f"regret @ {percent}%"] for r in rows})
         row.update({f"stop % {r['method']}": f"{r['stop cost %']} ({r['stopped']})" for r in rows})
-        for baseline in versus:
-            row.update({f"{r[f'method − {baseline}']} − {baseline} @ 2 %": r["Δ regret @ 2%"]
-                        for r in paired_rows(panel, baseline)})
+        for baseline, paired in table.paired.items():
+            row.update({f"{r[f'method − {baseline}']} − {baseline} @ 2 %": r["Δ regret @ 2%"] for r in paired})
         by_cost[cost_mode].append(row)
-    for rows in by_cost.values():  # panels with fewer methods get "–" in the others' columns
+    # Panels with fewer methods get "–" in the others' columns.
+    filled = {}
+    for cost_mode, rows in by_cost.items():
         columns = list(dict.fromkeys(column for row in rows for column in row))
-        for row in rows:
-            for column in columns:
-                row.setdefault(column, "–")
-            row_copy = {column: row[column] for column in columns}
-            row.clear()
-            row.update(row_copy)
-    return dict(by_cost)
+        filled[cost_mode] = [{column: row.get(column, "–") for column in columns} for row in rows]
+    return filled
 
 
-def _markdown(panel: Panel, versus: tuple[str, ...] = ()) -> str:
-    lines = [f"### {panel.title}", "", *_table(curve_rows(panel))]
-    for baseline in versus:
-        paired = paired_rows(panel, baseline)
+def _markdown(table: PanelTables) -> str:
+    lines = [f"### {table.panel.title}", "", *_table(table.rows)]
+    for baseline, paired in table.paired.items():
         if paired:
             lines += ["", f"Paired differences against {baseline} (same benchmark and seed; negative: lower regret):"]
             lines += ["", *_table(paired)]
@@ -267,22 +289,23 @@ def write_report(
         "",
     ]
     wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
-    all_panels = panels(runs, mmlu_panels)
-    for panel in all_panels:
+    all_tables = [PanelTables.of(panel, versus) for panel in panels(runs, mmlu_panels)]
+    for tables in all_tables:
+        panel = tables.panel
         cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
         wall_times[cost_mode][panel.title.split(" (")[0]] = {
             label: [r.summary["wall_time_s"] for r in members] for label, members in panel.curves.items()
         }
         curves = [aggregate_group(label, members, log_grid=log_cost) for label, members in panel.curves.items()]
         plot_curves(curves, out / f"{panel.key}.png", panel.title, log_cost=log_cost)
-        table = _markdown(panel, versus)
+        table = _markdown(tables)
         (out / f"{panel.key}.md").write_text(table)
         sections += [table, f"![{panel.title}]({panel.key}.png)", ""]
     for cost_mode, groups in wall_times.items():
         figure = plot_wall_times(groups, out / f"timing_{cost_mode}.png", f"Wall time per run ({cost_mode} cost)")
         sections += [f"![Wall time per run ({cost_mode} cost)]({figure.name})", ""]
     overview = ["# Overview", ""]
-    for cost_mode, rows in overview_tables(all_panels, versus).items():
+    for cost_mode, rows in _overview(all_tables).items():
         overview += [f"## {cost_mode} cost", "", *_table(rows), ""]
     (out / "overview.md").write_text("\n".join(overview))
     report = out / "report.md"
