@@ -11,7 +11,9 @@ whole schedule ``r_0, ..., r_{H-1}`` by the backward dynamic program
     q_n(x) = -c_n + E[W_{n+1}(x + sigma_n Z)],      Z ~ N(0, 1),
     W_n(x) = max(0, q_n(x)),
 
-on a uniform grid, with the Gaussian expectation taken as an FFT convolution.
+on a uniform grid, with the Gaussian expectation taken as an FFT convolution (the
+paper's numerics, ``refine=False``) or, refined off the grid near each root, as a
+short direct convolution (the default; see :func:`root_schedule`).
 """
 
 from __future__ import annotations
@@ -122,9 +124,7 @@ def _kinks(values: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
     return torch.diff(slopes, dim=1)
 
 
-def gaussian_smoothing(
-    values: torch.Tensor, delta: torch.Tensor, sigma: float, chord_weight: torch.Tensor | None = None
-) -> torch.Tensor:
+def gaussian_smoothing(values: torch.Tensor, delta: torch.Tensor, sigma: float) -> torch.Tensor:
     """Expectation ``E[W(xi_j + sigma Z)]`` of a piecewise-linear ``W`` by FFT.
 
     ``W`` is given by its values ``w_j = W(xi_j)`` on a uniform grid of spacing
@@ -138,16 +138,10 @@ def gaussian_smoothing(
     ``e_l = EI_sigma((l - (P - 1)) delta)`` (length ``2P - 1``), whose valid slice
     ``l = P-1 .. 2P-2`` is read off a zero-padded FFT of length ``L >= 3P - 2``.
 
-    With ``chord_weight`` ``w`` the kernel becomes ``EI_sigma(z) - w phi_sigma(z)``
-    (``phi_sigma`` the ``N(0, sigma^2)`` density, ``d^2 EI_sigma / dz^2``): the
-    expectation of a smooth ``W`` of which ``w_j`` are samples, rather than of its
-    chords (see :func:`_chord_weight`).
-
     Args:
         values: ``[C, P]`` float64 grid values, one row per table.
         delta: ``[C]`` grid spacings.
         sigma: transition standard deviation (shared by all rows).
-        chord_weight: ``[C]`` weights ``w`` of the chord correction, or ``None``.
 
     Returns:
         ``[C, P]`` expected values at the grid points.
@@ -160,8 +154,6 @@ def gaussian_smoothing(
     u = z / sigma
     density = torch.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
     kernel = z * (0.5 * torch.special.erfc(-u / math.sqrt(2.0))) + sigma * density  # EI_sigma(z)
-    if chord_weight is not None:
-        kernel = kernel - chord_weight[:, None] * density / sigma
     fft_len = 1 << (3 * n_points - 3).bit_length()
     spectrum = torch.fft.rfft(kinks, n=fft_len) * torch.fft.rfft(kernel, n=fft_len)
     full = torch.fft.irfft(spectrum, n=fft_len)
@@ -173,58 +165,101 @@ _TAIL = 8.0
 """Beyond this many sds, ``EI_sigma(z)`` differs from ``max(z, 0)`` by under ``1e-17 sigma``."""
 _SMALLEST_COST_RATIO = 1e-13
 """Smallest stage cost, relative to the chain's total sd, that double precision resolves."""
-_SMOOTH_RATIO = 1.0
-"""Chords are corrected only where ``sigma`` spans a cell: a ``W`` curved on a
-shorter scale is not smooth at the grid's resolution (the patch handles it)."""
 _PATCH_CELLS = 5
 """Grid cells, from the one holding the root up, on which ``W`` is kept exactly."""
+_PATCH_EXEMPT = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+"""Share of each patch grid kink's chord correction handed back (see :class:`_Patch`)."""
 _PATCH_NODES = 8
 """Fine nodes per patch cell while the next step is short against the grid ..."""
 _FINE_PATCH_RATIO = 4.0
 """... shorter than this many cells."""
+_ROOT_ITERATIONS = 12
+_TORCH_CDF_SIZE = 4096
+"""Arrays from this size on take torch's ``erfc`` for ``Phi`` (see :func:`_normal_cdf`)."""
 
 
-def _chord_weight(sigma: float, delta: np.ndarray) -> np.ndarray:
+def _normal_cdf(u: np.ndarray) -> np.ndarray:
+    """``Phi(u)`` elementwise.
+
+    On large arrays torch's vectorised ``erfc`` (``Phi(u) = erfc(-u / sqrt 2) / 2``)
+    is 2-5x faster than SciPy's ``ndtr``, whose per-call cost is lower on small ones.
+    """
+    if u.size < _TORCH_CDF_SIZE:
+        return ndtr(u)
+    cdf = torch.from_numpy(u * (-1.0 / math.sqrt(2.0)))
+    cdf.erfc_().mul_(0.5)
+    return cdf.numpy()
+
+
+def _chord_weight(sigma: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """Weight ``w`` that turns the expectation of ``W``'s chords into that of ``W``.
 
     Between grid points the chords of a smooth ``W`` lie above it by
-    ``W'' t (delta - t) / 2`` (``t`` the offset in the cell).  Averaged over a
-    Gaussian step, with ``t (delta - t)`` expanded in its Fourier series,
+    ``W'' delta^2 g(t) / 2``, ``g(t) = t (1 - t)`` at the fraction ``t`` of the cell.
+    A Gaussian step from a grid point lands at the fraction ``frac(r Z)``,
+    ``r = sigma / delta``, so there
 
-        E[chords - W](x + sigma Z) = w E[W''(x + sigma Z)],
-        w = delta^2 / 12 * (1 - 6 / pi^2 sum_{k >= 1} exp(-2 pi^2 k^2 sigma^2 / delta^2) / k^2),
+        E[chords - W](x + sigma Z) = w E[W''(x + sigma Z)],   w = delta^2 / 2 * E[g(frac(r Z))],
 
-    at the grid points: ``delta^2 / 12`` once ``sigma`` spans a cell, and 0 as
-    ``sigma -> 0`` (the chords are exact at the grid points).  Since
-    ``E[W''(x + sigma Z)] ~ sum_i d_i phi_sigma(x - xi_i)``, subtracting
-    ``w sum_i d_i phi_sigma`` removes the ``O(delta^2)`` error of the chords.
-    Returns ``[C]``.
+    and since ``E[W''(x + sigma Z)] ~ sum_i d_i phi_sigma(x - xi_i)``, subtracting
+    ``w sum_i d_i phi_sigma`` removes the ``O(delta^2)`` error of the chords.  For
+    ``r >= 1`` the Fourier series of ``g`` gives
+    ``E[g] = 1/6 - sum_{k >= 1} exp(-2 pi^2 k^2 r^2) / (pi^2 k^2)`` (three terms
+    reach double precision); for ``r < 1`` the sum over the cells ``m`` that the
+    step reaches, ``E[g] = sum_m E[(rZ - m)(1 - rZ + m); m <= rZ < m + 1]``, in
+    truncated normal moments.  ``w -> delta^2 / 12`` once ``sigma`` spans a cell
+    and ``w -> 0`` as ``sigma -> 0`` (the chords are exact at the grid points).
+    ``sigma`` ``[H]`` against ``delta`` ``[C]``; returns ``[H, C]``.
     """
-    ratio = sigma / np.asarray(delta, dtype=np.float64)
-    # Only ratio >= _SMOOTH_RATIO = 1 is used, where term k is below exp(-2 pi^2 k^2):
-    # three terms reach double precision.
+    ratio = sigma[:, None] / delta[None, :]
     k = np.arange(1, 4, dtype=np.float64)
-    series = (np.exp(-2.0 * math.pi**2 * np.square(ratio[:, None] * k[None, :])) / k**2).sum(axis=1)
-    weight = np.square(delta) / 12.0 * (1.0 - 6.0 / math.pi**2 * series)
-    return np.where(ratio >= _SMOOTH_RATIO, weight, 0.0)
+    fourier = 1.0 / 6.0 - (np.exp(-2.0 * math.pi**2 * np.square(ratio[..., None] * k)) / k**2).sum(axis=-1) / math.pi**2
+    # Cells within _TAIL sds of the start, for the ratios below 1.
+    m = np.arange(-math.ceil(_TAIL) - 1, math.ceil(_TAIL) + 1, dtype=np.float64)
+    r = np.minimum(ratio, 1.0)[..., None]
+    a, b = m / r, (m + 1) / r  # cell ends in sds
+    phi_a, phi_b = np.exp(-0.5 * a * a) / _SQRT_2PI, np.exp(-0.5 * b * b) / _SQRT_2PI
+    mass = ndtr(b) - ndtr(a)
+    first = r * (phi_a - phi_b)  # E[rZ; cell]
+    second = r * r * (mass + a * phi_a - b * phi_b)  # E[(rZ)^2; cell]
+    cells = (first - m * mass) - (second - 2.0 * m * first + m * m * mass)
+    expected = np.where(ratio >= 1.0, fourier, cells.sum(axis=-1))
+    return np.square(delta) / 2.0 * expected
 
 
-def _kernels(offsets: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """At ``z``: ``EI_sigma``, its slope ``Phi(z / sigma)``, ``phi_sigma`` and its slope."""
-    u = offsets / sigma
-    cdf = ndtr(u)
+def _interpolant_kinks(values: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Slope changes ``d_i = m_{i+1} - m_i`` of the extended interpolant (numpy twin of :func:`_kinks`)."""
+    slopes = np.empty((values.shape[0], values.shape[1] + 1))
+    slopes[:, 0], slopes[:, -1] = 0.0, 1.0
+    np.divide(_differences(values), delta[:, None], out=slopes[:, 1:-1])
+    return _differences(slopes)
+
+
+def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, sigma: float,
+                    chord_weight: np.ndarray) -> np.ndarray:
+    """The FFT smoothing of :func:`gaussian_smoothing` with chord correction, by a short convolution.
+
+    ``E[G(x + sigma Z)] = G(x) + sum_i d_i h_sigma(x - xi_i)`` for the extended
+    interpolant ``G = w_0 + sum_i d_i (. - xi_i)_+``, where
+    ``h_sigma(z) = EI_sigma(z) - max(z, 0) = sigma^2 phi_sigma(z) - |z| Phi(-|z| / sigma)``
+    vanishes beyond ``_TAIL`` sds, so at the grid points
+
+        E[G(xi_j + sigma Z)] - w sum_i d_i phi_sigma(xi_j - xi_i)
+            = w_j + sum_{|j - i| delta <= _TAIL sigma} d_i (h_sigma - w phi_sigma)((j - i) delta),
+
+    the same model as the FFT's without its rounding on the grid's whole span.
+    ``values``/``kinks`` ``[C, P]``, ``delta``/``chord_weight`` ``[C]``; returns ``[C, P]``.
+    """
+    n_points = values.shape[1]
+    half = min(n_points - 1, math.ceil(_TAIL * sigma / float(delta.min())))
+    distance = np.abs(np.arange(-half, half + 1, dtype=np.float64))[None, :] * delta[:, None]
+    u = distance / sigma
     density = np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma)
-    return offsets * cdf + sigma * sigma * density, cdf, density, -u / sigma * density
-
-
-def _grid_kinks(values: np.ndarray, delta: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Slope changes ``d_i`` of the extended interpolant at ``index`` (``[C, M]``), and ``m_i``."""
-    rows = np.arange(values.shape[0])[:, None]
-    # Slopes left (m_i) and right (m_{i+1}) of each point; 0 / 1 beyond the grid.
-    padded = np.concatenate([values[:, :1], values, values[:, -1:] + delta[:, None]], axis=1)
-    left = (padded[rows, index + 1] - padded[rows, index]) / delta[:, None]
-    right = (padded[rows, index + 2] - padded[rows, index + 1]) / delta[:, None]
-    return right - left, left
+    kernel = (sigma * sigma - chord_weight[:, None]) * density - distance * _normal_cdf(-u)
+    smoothed = values.copy()
+    for row in range(values.shape[0]):
+        smoothed[row] += np.convolve(kinks[row], kernel[row])[half : half + n_points]
+    return smoothed
 
 
 class _HingeSum:
@@ -247,13 +282,32 @@ class _HingeSum:
             self.sigma,
         )
 
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``F`` and ``F'`` at ``x`` (``[C, X]``)."""
-        hinge, cdf, density, density_slope = _kernels(x[:, :, None] - self.points[:, None, :], self.sigma)
+    def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
+        """``[F, F', ...]`` up to the ``derivatives``-th (at most 3) at ``x`` (``[C, X]``).
+
+        With ``u = z / sigma``: ``EI_sigma(z) = sigma (u Phi(u) + phi(u))``,
+        ``EI_sigma' = Phi(u)``, ``EI_sigma'' = phi_sigma`` and
+        ``phi_sigma^(k)(z) = (-1)^k He_k(u) phi_sigma(z) / sigma^k`` (Hermite ``He_k``).
+        """
+        sigma = self.sigma
+        u = (x / sigma)[:, :, None] - (self.points / sigma)[:, None, :]
+        cdf = _normal_cdf(u)
+        gaussian = np.square(u)
+        gaussian *= -0.5
+        np.exp(gaussian, out=gaussian)  # sqrt(2 pi) sigma phi_sigma(z)
         h, g = self.hinge[:, :, None], self.density[:, :, None]
-        value = np.matmul(hinge, h) - np.matmul(density, g)
-        slope = np.matmul(cdf, h) - np.matmul(density_slope, g)
-        return value[:, :, 0], slope[:, :, 0]
+        value = sigma * np.matmul(u * cdf, h) + np.matmul(gaussian, (sigma * sigma * h - g) / (_SQRT_2PI * sigma))
+        terms = [value]
+        if derivatives >= 1:
+            density = gaussian / (_SQRT_2PI * sigma)
+            u_density = u * density
+            terms.append(np.matmul(cdf, h) + np.matmul(u_density, g) / sigma)
+        if derivatives >= 2:
+            u2 = u * u
+            terms.append(np.matmul(density, h) - np.matmul((u2 - 1.0) * density, g) / sigma**2)
+        if derivatives >= 3:
+            terms.append(-np.matmul(u_density, h) / sigma + np.matmul((u2 - 3.0) * u_density, g) / sigma**3)
+        return [term[:, :, 0] for term in terms]
 
 
 @dataclass(frozen=True)
@@ -263,9 +317,10 @@ class _Patch:
     The grid interpolant ``G`` of ``W = max(0, q)`` smears the kink at the root
     ``k`` over a cell and cuts the curvature of ``q`` just above it; near the end of
     the chain (``sigma << delta``) that is all that matters.  The patch stores
-    ``W`` at fine nodes ``p_0 < ... < p_M`` (spacing ``delta / _PATCH_NODES``)
-    spanning whole grid cells, the root among them, as ``D = W - G`` there:
-    piecewise linear, zero at the patch's ends and outside it, so
+    ``W`` at nodes ``p_0 < ... < p_M`` (grid points, ``nodes_per_cell - 1`` fine
+    nodes between them, and the root) spanning whole grid cells from
+    ``first_cell``, as ``D = W - G`` there: piecewise linear, zero at the patch's
+    ends and outside it, so
 
         D(x) = sum_j kappa_j (x - p_j)_+,   E[D(x + sigma Z)] = sum_j kappa_j EI_sigma(x - p_j),
 
@@ -277,57 +332,63 @@ class _Patch:
     the half cells on both sides of it); the fine chords get their own,
     ``- w_fine sum_j c_j phi_sigma(x - p_j)`` over the slope changes ``c_j`` of the
     fine interpolant at nodes other than the root and the ends.
-    Shapes: ``first_cell`` ``[C]``, ``points``/``weights``/``curvature``
-    ``[C, M + 1]``, ``grid_points``/``grid_kinks`` ``[C, n_cells + 1]``.
+    Shapes: ``first_cell`` ``[C]``, ``exempt`` ``[n_cells + 1]``,
+    ``points``/``kinks``/``curvature`` ``[C, M + 1]``.
     """
 
     first_cell: np.ndarray
-    n_cells: int
+    exempt: np.ndarray
+    nodes_per_cell: int
     points: np.ndarray
-    weights: np.ndarray
+    kinks: np.ndarray
     curvature: np.ndarray
-    fine_delta: np.ndarray
-    grid_points: np.ndarray
-    grid_kinks: np.ndarray
 
     @classmethod
-    def from_values(cls, first_cell, n_cells, points, exact, root, grid, values, delta, exempt,
-                    nodes_per_cell=1) -> _Patch:
+    def through(cls, points, exact, root, first_cell, exempt, grid, values, delta, nodes_per_cell=1) -> _Patch:
         """The patch through ``exact = W(points)`` (``[C, M + 1]``, sorted, ``root`` among them)."""
         rows = np.arange(grid.shape[0])[:, None]
         position = (points - grid[:, :1]) / delta[:, None]
-        left = np.clip(np.floor(position).astype(np.int64), 0, grid.shape[1] - 2)
+        left = np.minimum(np.maximum(position.astype(np.int64), 0), grid.shape[1] - 2)
         weight = position - left
         corrections = exact - ((1 - weight) * values[rows, left] + weight * values[rows, left + 1])
         # D vanishes at the patch's ends (grid points) by construction; there the
         # difference is rounding, which must not leak outside the patch.
         corrections[:, [0, -1]] = 0.0
         zero = np.zeros((points.shape[0], 1))
-        weights = np.diff(np.concatenate([zero, _slopes(points, corrections), zero], axis=1), axis=1)
-        fine_kinks = np.diff(_slopes(points, exact), axis=1)
-        curvature = np.concatenate([zero, fine_kinks, zero], axis=1)
+        kinks = _differences(np.concatenate([zero, _slopes(points, corrections), zero], axis=1))
+        curvature = np.concatenate([zero, _differences(_slopes(points, exact)), zero], axis=1)
         curvature[points == root[:, None]] = 0.0
-        index = first_cell[:, None] + np.arange(n_cells + 1)[None, :]
-        grid_kinks = _grid_kinks(values, delta, index)[0] * np.asarray(exempt, dtype=np.float64)[None, :]
-        return cls(first_cell, n_cells, points, weights, curvature, delta / nodes_per_cell, grid[rows, index],
-                   grid_kinks)
+        return cls(first_cell, exempt, nodes_per_cell, points, kinks, curvature)
 
-    def terms(self, sigma: float, chord_weight: np.ndarray) -> _HingeSum:
-        """``E[D(x + sigma Z)]`` with the chord corrections above, as a :class:`_HingeSum`."""
-        fine = _chord_weight(sigma, self.fine_delta)[:, None] * self.curvature
-        exempt = chord_weight[:, None] * self.grid_kinks
+    @property
+    def grid_index(self) -> np.ndarray:
+        """``[C, n_cells + 1]`` indices of the patch's grid points."""
+        return self.first_cell[:, None] + np.arange(self.exempt.size)[None, :]
+
+    def terms(self, grid, grid_kinks, sigma, chord_weight, fine_chord_weight) -> _HingeSum:
+        """``E[D(x + sigma Z)]`` with the chord corrections above, as a :class:`_HingeSum`.
+
+        ``grid_kinks`` ``[C, P]`` are the ``d_i`` of the grid values the patch corrects.
+        """
+        rows, index = np.arange(grid.shape[0])[:, None], self.grid_index
+        exempt = chord_weight[:, None] * self.exempt[None, :] * grid_kinks[rows, index]
         return _HingeSum(
-            np.concatenate([self.points, self.grid_points], axis=1),
-            np.concatenate([self.weights, np.zeros_like(self.grid_points)], axis=1),
-            np.concatenate([fine, -exempt], axis=1),
+            np.concatenate([self.points, grid[rows, index]], axis=1),
+            np.concatenate([self.kinks, np.zeros_like(exempt)], axis=1),
+            np.concatenate([fine_chord_weight[:, None] * self.curvature, -exempt], axis=1),
             sigma,
         )
 
 
 def _slopes(points: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Slopes between consecutive nodes; 0 on a zero-width piece (a root on a node)."""
-    widths = np.diff(points, axis=1)
-    return np.divide(np.diff(values, axis=1), widths, out=np.zeros_like(widths), where=widths > 0)
+    widths = _differences(points)
+    return np.divide(_differences(values), widths, out=np.zeros_like(widths), where=widths > 0)
+
+
+def _differences(rows: np.ndarray) -> np.ndarray:
+    """``np.diff(rows, axis=1)`` without its per-call overhead, which shows on these small arrays."""
+    return rows[:, 1:] - rows[:, :-1]
 
 
 def _window(first_cell: np.ndarray, n_cells: int, sigma: float, delta: np.ndarray,
@@ -339,17 +400,17 @@ def _window(first_cell: np.ndarray, n_cells: int, sigma: float, delta: np.ndarra
     half = min(n_points, math.ceil(_TAIL * sigma / float(delta.min())) + 1)
     index = first_cell[:, None] + np.arange(-half, half + n_cells + 1)[None, :]
     on_grid = (index >= 0) & (index < n_points)
-    return np.clip(index, 0, n_points - 1), on_grid
+    return np.minimum(np.maximum(index, 0), n_points - 1), on_grid
 
 
-def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, first_cell, n_cells, grid, delta) -> None:
+def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, delta) -> None:
     """Add the patch's expectation to the grid values ``[C, P]`` (in place).
 
     It vanishes more than ``_TAIL`` sds from the patch: only a window changes.
     """
-    index, on_grid = _window(first_cell, n_cells, patch_terms.sigma, delta, grid.shape[1])
+    index, on_grid = _window(patch.first_cell, patch.exempt.size - 1, patch_terms.sigma, delta, grid.shape[1])
     rows = np.arange(grid.shape[0])[:, None]
-    correction, _ = patch_terms(grid[rows, index])
+    correction = patch_terms(grid[rows, index], derivatives=0)[0]
     # Clamped duplicates of an edge index must not be added twice.
     np.add.at(smoothed, (np.broadcast_to(rows, index.shape), index), np.where(on_grid, correction, 0.0))
 
@@ -362,63 +423,59 @@ class _ContinuationNearCells:
         q(x) = w_lo + m_lo (x - xi_lo) + sum_i d_i (EI_sigma - w phi_sigma)(x - xi_i)
                + E[D(x + sigma Z)] + w sum_{i in patch} d_i phi_sigma(x - xi_i) - c,
 
-    the same model as the FFT grid values, with the sum over the grid kinks within
+    the same model as the grid values, with the sum over the grid kinks within
     ``_TAIL`` sds of the cells: kinks further below contribute ``d_i (x - xi_i)``
     (the line through ``w_lo`` of slope ``m_lo``), kinks as far above nothing.
-    Per table (``[C]``): first cell, stage cost, chord weight ``w``; ``values`` and
-    ``grid`` are ``[C, P]``.
+    Per table (``[C]``): first cell, stage cost, chord weight ``w``; ``values``,
+    ``kinks`` (the ``d_i``) and ``grid`` are ``[C, P]``.
     """
 
-    def __init__(self, values, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells):
+    def __init__(self, values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell,
+                 n_cells):
         rows = np.arange(grid.shape[0])[:, None]
         index, on_grid = _window(first_cell, n_cells, sigma, delta, grid.shape[1])
-        kinks, left = _grid_kinks(values, delta, index)
-        kinks = np.where(on_grid, kinks, 0.0)
+        window_kinks = np.where(on_grid, kinks[rows, index], 0.0)
         points = grid[rows, index]
-        self.slope = np.where(index[:, 0] > 0, left[:, 0], 0.0)
-        self.intercept = values[rows[:, 0], index[:, 0]] - self.slope * points[:, 0] - stage_cost
-        self.terms = _HingeSum(points, kinks, chord_weight[:, None] * kinks, sigma) + patch_terms
+        lowest = index[:, 0]
+        self.slope = np.where(lowest > 0, (values[rows[:, 0], lowest] - values[rows[:, 0], lowest - 1]) / delta, 0.0)
+        self.intercept = values[rows[:, 0], lowest] - self.slope * points[:, 0] - stage_cost
+        self.terms = _HingeSum(points, window_kinks, chord_weight[:, None] * window_kinks, sigma) + patch_terms
 
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``q`` and ``q'`` at ``x`` (``[C, X]``, inside the cells)."""
-        value, slope = self.terms(x)
-        return self.intercept[:, None] + self.slope[:, None] * x + value, self.slope[:, None] + slope
+    def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
+        """``[q, q', ...]`` up to the ``derivatives``-th at ``x`` (``[C, X]``, inside the cells)."""
+        terms = self.terms(x, derivatives)
+        terms[0] = terms[0] + self.intercept[:, None] + self.slope[:, None] * x
+        if derivatives >= 1:
+            terms[1] = terms[1] + self.slope[:, None]
+        return terms
 
 
-def _newton_root(q: _ContinuationNearCells, start: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 tolerance: float, iterations: int = 12) -> np.ndarray:
-    """Root of the non-decreasing ``q`` in ``[lower, upper]`` (``[C]``), by safeguarded Newton.
+def _halley_root(q: _ContinuationNearCells, start: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                 tolerance: np.ndarray) -> np.ndarray:
+    """Root of the non-decreasing ``q`` in ``[lower, upper]`` (``[C]``), by safeguarded Halley steps.
 
-    A Newton step that leaves the current bracket is replaced by bisection.
+    Halley's step ``s = -2 q q' / (2 q'^2 - q q'')`` leaves an error of
+    ``(q''^2 / (4 q'^2) - q''' / (6 q')) s^3`` to leading order, so one step from a
+    start inside the root's cell usually ends the search; a step that leaves the
+    current bracket is replaced by bisection.
     """
     x = start
-    for _ in range(iterations):
-        value, slope = (column[:, 0] for column in q(x[:, None]))
+    active = np.ones(x.shape, dtype=bool)
+    for _ in range(_ROOT_ITERATIONS):
+        value, slope, curvature, third = (column[:, 0] for column in q(x[:, None], derivatives=3))
         lower = np.where(value < 0, x, lower)
         upper = np.where(value >= 0, x, upper)
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = x - value / slope
-        inside = (newton >= lower) & (newton <= upper) & (slope > 0)
-        step = np.where(inside, newton, 0.5 * (lower + upper)) - x
-        x = x + step
-        if np.abs(step).max() <= tolerance:
+            step = -2.0 * value * slope / (2.0 * slope * slope - value * curvature)
+            error = np.abs((0.25 * curvature * curvature / slope - third / 6.0) / slope * step**3)
+        inside = (x + step >= lower) & (x + step <= upper) & (slope > 0)
+        step = np.where(inside, step, 0.5 * (lower + upper) - x)
+        x = np.where(active, x + step, x)
+        # A table stops on its own tolerance, so it comes out the same alone or in a batch.
+        active &= np.where(inside, error, np.abs(step)) > tolerance
+        if not active.any():
             break
     return x
-
-
-def _patch_above_root(q, root, cell, grid, values, delta, fine) -> _Patch:
-    """The patch of ``W = max(0, q)`` on ``_PATCH_CELLS`` cells from ``cell``.
-
-    With ``fine``, ``_PATCH_NODES`` nodes per cell; else the root and grid points only.
-    """
-    nodes = _PATCH_NODES if fine else 1
-    fractions = np.arange(_PATCH_CELLS * nodes + 1) / nodes
-    fine = grid[np.arange(grid.shape[0]), cell][:, None] + delta[:, None] * fractions[None, :]
-    points = np.sort(np.concatenate([fine, root[:, None]], axis=1), axis=1)
-    exact = np.maximum(q(points)[0], 0.0)
-    exempt = np.ones(_PATCH_CELLS + 1)
-    exempt[-1] = 0.5
-    return _Patch.from_values(cell, _PATCH_CELLS, points, exact, root, grid, values, delta, exempt, nodes)
 
 
 def _full_information_lower_bound(total_sd: float, cost: float) -> float:
@@ -467,9 +524,11 @@ def root_schedule(
     end of the chain the roots are smaller than the grid spacing and the plain grid
     gets them wrong (even their sign).  ``refine=True`` (default) keeps ``W``
     exactly on a few cells above each root (:class:`_Patch`), corrects the grid's
-    chords where ``W`` is smooth (:func:`_chord_weight`, in the same FFT) and
-    solves ``q_n(r_n) = 0`` off the grid by safeguarded Newton on the exact
-    Gaussian expectation of that model (:class:`_ContinuationNearCells`): every
+    chords where ``W`` is smooth (:func:`_chord_weight`), takes the expectation on
+    the grid by a short direct convolution (:func:`_smooth_on_grid`; the kernel
+    is ``EI_sigma(z) - max(z, 0)``, negligible beyond 8 sds, so no FFT is needed)
+    and solves ``q_n(r_n) = 0`` off the grid by safeguarded Halley steps on the
+    exact Gaussian expectation of that model (:class:`_ContinuationNearCells`): every
     stage's root is then within about ``1e-6`` or 1 % of its stage cost of the
     continuous dynamic program (tested against nested quadrature).
 
@@ -513,62 +572,114 @@ def root_schedule(
     )
     upper = 1.01 * stage_costs.sum(axis=1) + 5.0 * total_sd
 
-    dtype = torch.float64
-    lower_t = torch.as_tensor(lower, dtype=dtype)
-    delta = torch.as_tensor((upper - lower) / (grid_points - 1), dtype=dtype)
-    grid = lower_t[:, None] + delta[:, None] * torch.arange(grid_points, dtype=dtype)[None, :]
-    stage_costs_t = torch.as_tensor(stage_costs, dtype=dtype)
-
-    values = torch.clamp(grid, min=0.0)  # W_H(x) = max(x, 0), with its kink at 0
-    rows = torch.arange(costs.size)
-    # The refinement works on NumPy views of the same memory: its arrays are tiny,
-    # and NumPy's per-operation overhead is a fraction of torch's.
-    grid_np, delta_np = grid.numpy(), delta.numpy()
-    tolerance = 1e-8 * float(delta_np.min())
     if refine:
-        zero_cell = np.clip(np.floor(-lower / delta_np).astype(np.int64), 0, grid_points - 2)
-        zero = np.zeros(costs.size)
-        points = np.stack([grid_np[rows, zero_cell], zero, grid_np[rows, zero_cell + 1]], axis=1)
-        # max(x, 0) is linear on both sides of 0: both grid kinks of its cell are exempt.
-        patch = _Patch.from_values(
-            zero_cell, 1, points, np.maximum(points, 0.0), zero, grid_np, values.numpy(), delta_np, [1.0, 1.0]
-        )
-    roots = torch.empty(costs.size, chain.horizon, dtype=dtype)
-    for stage in range(chain.horizon - 1, -1, -1):
-        sigma = float(sds[stage])
-        if refine:
-            chord_weight = _chord_weight(sigma, delta_np)
-            smoothed = gaussian_smoothing(values, delta, sigma, torch.from_numpy(chord_weight))
-            patch_terms = patch.terms(sigma, chord_weight)
-            _add_patch_smoothing(smoothed.numpy(), patch_terms, patch.first_cell, patch.n_cells, grid_np, delta_np)
-        else:
-            smoothed = gaussian_smoothing(values, delta, sigma)
-        continuation = smoothed - stage_costs_t[:, stage, None]
+        spans = upper - lower
+        delta = spans / (grid_points - 1)
+        grid = lower[:, None] + delta[:, None] * np.arange(grid_points, dtype=np.float64)[None, :]
+        roots = _refined_roots(grid, delta, sds, stage_costs, total_sd)
+    else:
+        dtype = torch.float64
+        delta_t = torch.as_tensor((upper - lower) / (grid_points - 1), dtype=dtype)
+        grid_t = torch.as_tensor(lower, dtype=dtype)[:, None] + delta_t[:, None] * torch.arange(
+            grid_points, dtype=dtype
+        )[None, :]
+        roots = _plain_grid_roots(grid_t, delta_t, sds, stage_costs)
+    return roots[0] if scalar else roots
+
+
+def _plain_grid_roots(grid: torch.Tensor, delta: torch.Tensor, sds: np.ndarray, stage_costs: np.ndarray) -> np.ndarray:
+    """The paper's numerics: FFT smoothing on the grid, roots interpolated linearly between grid points."""
+    rows = torch.arange(grid.shape[0])
+    stage_costs_t = torch.as_tensor(stage_costs, dtype=grid.dtype)
+    values = torch.clamp(grid, min=0.0)  # W_H(x) = max(x, 0), with its kink at 0
+    roots = torch.empty(stage_costs.shape, dtype=grid.dtype)
+    for stage in range(sds.size - 1, -1, -1):
+        continuation = gaussian_smoothing(values, delta, float(sds[stage])) - stage_costs_t[:, stage, None]
         first = torch.argmax((continuation >= 0).to(torch.int8), dim=1)
-        if torch.any(first == 0) or not torch.all(continuation[:, -1] >= 0):
-            raise RuntimeError(
-                "Gittins root left the grid at stage "
-                f"{stage}; this indicates a numerical problem (costs {costs.tolist()})"
-            )
+        _check_bracket(bool(torch.any(first == 0)) or not bool(torch.all(continuation[:, -1] >= 0)), stage)
         q_lo, q_hi = continuation[rows, first - 1], continuation[rows, first]
         roots[:, stage] = grid[rows, first - 1] + delta * (-q_lo) / (q_hi - q_lo)
-        if refine:
-            cell = np.minimum((first - 1).numpy(), grid_points - 1 - _PATCH_CELLS)
-            q = _ContinuationNearCells(
-                values.numpy(), grid_np, delta_np, sigma, stage_costs[:, stage], chord_weight, patch_terms, cell,
-                _PATCH_CELLS,
-            )
-            bracket = grid_np[rows, (first - 1).numpy()], grid_np[rows, first.numpy()]
-            root = _newton_root(q, roots[:, stage].numpy(), *bracket, tolerance)
-            roots[:, stage] = torch.from_numpy(root)
         values = torch.clamp(continuation, min=0.0)
-        if refine:
-            # Fine nodes pay only while the next step is short against the grid; a
-            # longer one averages W over many cells, where the chord correction holds.
-            # The spacing compared with is the cost-free part of every table's,
-            # 10 S / (P - 1), so a table comes out the same alone or in a batch.
-            fine = stage == 0 or sds[stage - 1] < _FINE_PATCH_RATIO * 10.0 * total_sd / (grid_points - 1)
-            patch = _patch_above_root(q, root, cell, grid_np, values.numpy(), delta_np, fine)
+    return roots.numpy()
 
-    out = roots.numpy()
-    return out[0] if scalar else out
+
+def _check_bracket(left_the_grid: bool, stage: int) -> None:
+    if left_the_grid:
+        raise RuntimeError(f"Gittins root left the grid at stage {stage}; this indicates a numerical problem")
+
+
+def _refined_roots(grid: np.ndarray, delta: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
+                   total_sd: float) -> np.ndarray:
+    """Roots of the grid model with patches and chord corrections, solved off the grid (``refine=True``)."""
+    n_tables, n_points = grid.shape
+    rows = np.arange(n_tables)
+    chord = _chord_weight(sds, delta)  # [H, C]
+    fine_chord = _chord_weight(sds, delta / _PATCH_NODES)
+    # Fine nodes pay only while the next step is short against the grid; a longer
+    # one averages W over many cells, where the chord correction holds.  The
+    # spacing compared with is the cost-free part of every table's, 10 S / (P - 1),
+    # so a table comes out the same alone or in a batch.  Stage 0 builds no patch.
+    fine = np.concatenate([[False], sds[:-1] < _FINE_PATCH_RATIO * 10.0 * total_sd / (n_points - 1)])
+    tolerance = 1e-8 * delta
+
+    values = np.maximum(grid, 0.0)  # W_H(x) = max(x, 0), with its kink at 0
+    zero_cell = np.clip(np.floor(-grid[:, 0] / delta).astype(np.int64), 0, n_points - 2)
+    zero = np.zeros(n_tables)
+    points = np.stack([grid[rows, zero_cell], zero, grid[rows, zero_cell + 1]], axis=1)
+    # max(x, 0) is linear on both sides of 0: both grid kinks of its cell are exempt.
+    patch = _Patch.through(points, np.maximum(points, 0.0), zero, zero_cell, np.ones(2), grid, values, delta)
+    roots = np.empty(stage_costs.shape)
+    for stage in range(sds.size - 1, -1, -1):
+        sigma = float(sds[stage])
+        kinks = _interpolant_kinks(values, delta)
+        smoothed = _smooth_on_grid(values, kinks, delta, sigma, chord[stage])
+        fine_weight = fine_chord[stage] if patch.nodes_per_cell > 1 else chord[stage]
+        patch_terms = patch.terms(grid, kinks, sigma, chord[stage], fine_weight)
+        _add_patch_smoothing(smoothed, patch_terms, patch, grid, delta)
+        continuation = smoothed - stage_costs[:, stage, None]
+        first = np.argmax(continuation >= 0, axis=1)
+        _check_bracket(bool(np.any(first == 0)) or not bool(np.all(continuation[:, -1] >= 0)), stage)
+
+        cell = np.minimum(first - 1, n_points - 1 - _PATCH_CELLS)
+        q = _ContinuationNearCells(values, kinks, grid, delta, sigma, stage_costs[:, stage], chord[stage],
+                                   patch_terms, cell, _PATCH_CELLS)
+        per_cell = _PATCH_NODES if fine[stage] else 1
+        nodes = grid[rows, cell][:, None] + delta[:, None] * (np.arange(_PATCH_CELLS * per_cell + 1) / per_cell)
+        if per_cell > 1:
+            q_nodes = q(nodes, derivatives=0)[0]
+        else:
+            q_nodes = continuation[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
+        root = _halley_root(q, *_node_bracket(nodes, q_nodes, (first - 1 - cell) * per_cell, per_cell), tolerance)
+        roots[:, stage] = root
+
+        values = np.maximum(continuation, 0.0)
+        if stage > 0:
+            all_points = np.concatenate([nodes, root[:, None]], axis=1)
+            order = rows[:, None], np.argsort(all_points, axis=1, kind="stable")
+            exact = np.concatenate([np.maximum(q_nodes, 0.0), zero[:, None]], axis=1)
+            patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid,
+                                   values, delta, per_cell)
+    return roots
+
+
+def _node_bracket(nodes: np.ndarray, q_nodes: np.ndarray, offset: np.ndarray,
+                  per_cell: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and bracket of the root among the nodes of the grid cell that holds it.
+
+    The cell's nodes are ``offset .. offset + per_cell`` (``[C]`` offsets into the
+    ``[C, M]`` nodes); the bracket is the first pair of them across which ``q``
+    turns non-negative, the start the linear interpolation between them.
+    """
+    rows = np.arange(nodes.shape[0])
+    index = offset[:, None] + np.arange(per_cell + 1)[None, :]
+    crossed = q_nodes[rows[:, None], index] >= 0
+    # Rounding may put a sign on the cell's ends against the grid's: stay in the cell.
+    upper = np.where(crossed.any(axis=1), crossed.argmax(axis=1), per_cell)
+    upper = np.minimum(np.maximum(upper, 1), per_cell) + offset
+    lower = upper - 1
+    x_lo, x_hi = nodes[rows, lower], nodes[rows, upper]
+    q_lo, q_hi = q_nodes[rows, lower], q_nodes[rows, upper]
+    rising = q_hi > q_lo
+    start = x_lo - q_lo * (x_hi - x_lo) / np.where(rising, q_hi - q_lo, 1.0)
+    start = np.where(rising, np.minimum(np.maximum(start, x_lo), x_hi), 0.5 * (x_lo + x_hi))
+    return start, x_lo, x_hi
