@@ -174,6 +174,8 @@ _PATCH_NODES = 8
 _FINE_PATCH_RATIO = 4.0
 """... shorter than this many cells."""
 _ROOT_ITERATIONS = 12
+_FINEST_LEVEL = 40
+"""At most ``2^40`` times finer than the whole chain's grid (see :class:`_StageGrids`)."""
 _TORCH_CDF_SIZE = 4096
 """Arrays from this size on take torch's ``erfc`` for ``Phi`` (see :func:`_normal_cdf`)."""
 
@@ -209,9 +211,9 @@ def _chord_weight(sigma: np.ndarray, delta: np.ndarray) -> np.ndarray:
     step reaches, ``E[g] = sum_m E[(rZ - m)(1 - rZ + m); m <= rZ < m + 1]``, in
     truncated normal moments.  ``w -> delta^2 / 12`` once ``sigma`` spans a cell
     and ``w -> 0`` as ``sigma -> 0`` (the chords are exact at the grid points).
-    ``sigma`` ``[H]`` against ``delta`` ``[C]``; returns ``[H, C]``.
+    ``sigma`` ``[H]`` against ``delta`` ``[H, C]`` (or ``[C]``); returns ``[H, C]``.
     """
-    ratio = sigma[:, None] / delta[None, :]
+    ratio = sigma[:, None] / delta
     k = np.arange(1, 4, dtype=np.float64)
     fourier = 1.0 / 6.0 - (np.exp(-2.0 * math.pi**2 * np.square(ratio[..., None] * k)) / k**2).sum(axis=-1) / math.pi**2
     # Cells within _TAIL sds of the start, for the ratios below 1.
@@ -237,25 +239,29 @@ def _interpolant_kinks(values: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, sigma: float,
                     chord_weight: np.ndarray) -> np.ndarray:
-    """The FFT smoothing of :func:`gaussian_smoothing` with chord correction, by a short convolution.
+    """Chord-corrected Gaussian expectation of the grid interpolant at the grid points.
 
     ``E[G(x + sigma Z)] = G(x) + sum_i d_i h_sigma(x - xi_i)`` for the extended
-    interpolant ``G = w_0 + sum_i d_i (. - xi_i)_+``, where
+    interpolant ``G = w_0 + sum_i d_i (. - xi_i)_+`` (the FFT sum of
+    :func:`gaussian_smoothing`), where
     ``h_sigma(z) = EI_sigma(z) - max(z, 0) = sigma^2 phi_sigma(z) - |z| Phi(-|z| / sigma)``
     vanishes beyond ``_TAIL`` sds, so at the grid points
 
-        E[G(xi_j + sigma Z)] - w sum_i d_i phi_sigma(xi_j - xi_i)
-            = w_j + sum_{|j - i| delta <= _TAIL sigma} d_i (h_sigma - w phi_sigma)((j - i) delta),
+        E[G(xi_j + sigma Z)] - w sum_i d_i phi_s(xi_j - xi_i)
+            = w_j + sum_i d_i (h_sigma - w phi_s)((j - i) delta),
 
-    the same model as the FFT's without its rounding on the grid's whole span.
+    a short convolution (``s`` from :func:`_curvature_width`), without the FFT's
+    rounding on the grid's whole span.
     ``values``/``kinks`` ``[C, P]``, ``delta``/``chord_weight`` ``[C]``; returns ``[C, P]``.
     """
     n_points = values.shape[1]
-    half = min(n_points - 1, math.ceil(_TAIL * sigma / float(delta.min())))
+    width = _curvature_width(sigma, delta)[:, None]
+    half = min(n_points - 1, math.ceil(_TAIL * float(width.max()) / float(delta.min())))
     distance = np.abs(np.arange(-half, half + 1, dtype=np.float64))[None, :] * delta[:, None]
     u = distance / sigma
-    density = np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma)
-    kernel = (sigma * sigma - chord_weight[:, None]) * density - distance * _normal_cdf(-u)
+    v = distance / width
+    kernel = sigma * sigma * np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma) - distance * _normal_cdf(-u)
+    kernel -= chord_weight[:, None] * np.exp(-0.5 * v * v) / (_SQRT_2PI * width)
     smoothed = values.copy()
     for row in range(values.shape[0]):
         smoothed[row] += np.convolve(kinks[row], kernel[row])[half : half + n_points]
@@ -263,16 +269,18 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
 
 
 class _HingeSum:
-    """``F(x) = sum_j h_j EI_sigma(x - p_j) - sum_j g_j phi_sigma(x - p_j)`` and ``F'(x)``.
+    """``F(x) = sum_j h_j EI_sigma(x - p_j) - sum_j g_j phi_{s_j}(x - p_j)`` and its derivatives.
 
     The Gaussian expectation of a piecewise-linear function with kinks ``h_j`` at
-    ``p_j``, less chord corrections ``g_j`` (see :func:`_chord_weight`).  Points,
-    hinge and density weights are ``[C, M]``; terms of several sums are
-    concatenated so that one kernel evaluation serves them all.
+    ``p_j``, less chord corrections ``g_j`` spread over normal densities of widths
+    ``s_j`` (see :func:`_curvature_width`).  Points, hinge and density weights and
+    widths are ``[C, M]``; terms of several sums are concatenated so that one kernel
+    evaluation serves them all.
     """
 
-    def __init__(self, points: np.ndarray, hinge: np.ndarray, density: np.ndarray, sigma: float):
-        self.points, self.hinge, self.density, self.sigma = points, hinge, density, sigma
+    def __init__(self, points: np.ndarray, hinge: np.ndarray, density: np.ndarray, sigma: float,
+                 widths: np.ndarray):
+        self.points, self.hinge, self.density, self.sigma, self.widths = points, hinge, density, sigma, widths
 
     def __add__(self, other: _HingeSum) -> _HingeSum:
         return _HingeSum(
@@ -280,34 +288,59 @@ class _HingeSum:
             np.concatenate([self.hinge, other.hinge], axis=1),
             np.concatenate([self.density, other.density], axis=1),
             self.sigma,
+            np.concatenate([self.widths, other.widths], axis=1),
         )
+
+    @property
+    def reach(self) -> float:
+        """Beyond this distance from every point, ``F`` is linear (to double precision)."""
+        return _TAIL * max(self.sigma, float(self.widths.max(initial=0.0)))
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[F, F', ...]`` up to the ``derivatives``-th (at most 3) at ``x`` (``[C, X]``).
 
         With ``u = z / sigma``: ``EI_sigma(z) = sigma (u Phi(u) + phi(u))``,
-        ``EI_sigma' = Phi(u)``, ``EI_sigma'' = phi_sigma`` and
-        ``phi_sigma^(k)(z) = (-1)^k He_k(u) phi_sigma(z) / sigma^k`` (Hermite ``He_k``).
+        ``EI_sigma' = Phi(u)``, ``EI_sigma'' = phi_sigma`` and, with ``v = z / s``,
+        ``phi_s^(k)(z) = (-1)^k He_k(v) phi_s(z) / s^k`` (Hermite ``He_k``).
         """
         sigma = self.sigma
-        u = (x / sigma)[:, :, None] - (self.points / sigma)[:, None, :]
+        z = x[:, :, None] - self.points[:, None, :]
+        u = z / sigma
         cdf = _normal_cdf(u)
         gaussian = np.square(u)
         gaussian *= -0.5
         np.exp(gaussian, out=gaussian)  # sqrt(2 pi) sigma phi_sigma(z)
-        h, g = self.hinge[:, :, None], self.density[:, :, None]
-        value = sigma * np.matmul(u * cdf, h) + np.matmul(gaussian, (sigma * sigma * h - g) / (_SQRT_2PI * sigma))
-        terms = [value]
+        h, widths = self.hinge[:, :, None], self.widths[:, None, :]
+        if self.widths.size and np.all(self.widths == sigma):  # s = sigma: reuse the hinge kernel
+            v, density = u, gaussian / (_SQRT_2PI * sigma)
+        else:
+            v = z / widths
+            density = np.exp(-0.5 * v * v) / (_SQRT_2PI * widths)  # phi_s(z)
+        g = self.density[:, :, None]
+        terms = [sigma * np.matmul(u * cdf, h) + np.matmul(gaussian, h) * (sigma / _SQRT_2PI)
+                 - np.matmul(density, g)]
         if derivatives >= 1:
-            density = gaussian / (_SQRT_2PI * sigma)
-            u_density = u * density
-            terms.append(np.matmul(cdf, h) + np.matmul(u_density, g) / sigma)
+            v_density = v * density / widths
+            terms.append(np.matmul(cdf, h) + np.matmul(v_density, g))
         if derivatives >= 2:
-            u2 = u * u
-            terms.append(np.matmul(density, h) - np.matmul((u2 - 1.0) * density, g) / sigma**2)
+            hinge_density = gaussian / (_SQRT_2PI * sigma)
+            v2 = v * v
+            terms.append(np.matmul(hinge_density, h) - np.matmul((v2 - 1.0) * density / widths**2, g))
         if derivatives >= 3:
-            terms.append(-np.matmul(u_density, h) / sigma + np.matmul((u2 - 3.0) * u_density, g) / sigma**3)
+            terms.append(-np.matmul(u * hinge_density, h) / sigma + np.matmul((v2 - 3.0) * v_density / widths**2, g))
         return [term[:, :, 0] for term in terms]
+
+
+def _curvature_width(sigma: float, spacing: np.ndarray) -> np.ndarray:
+    """Width ``s = max(sigma, spacing)`` of the densities that spread the chord corrections.
+
+    The correction needs ``W''`` near ``x``, estimated from the kinks as
+    ``sum_i d_i phi_s(x - xi_i)``.  With ``s = sigma`` that is ``E[W''(x + sigma Z)]``
+    as long as ``sigma`` spans a cell; a narrower density would weigh a single kink
+    by ``1 / sigma`` rather than ``1 / delta`` and amplify grid-scale oscillations
+    from one stage to the next, so ``s`` never drops below the spacing.
+    """
+    return np.maximum(sigma, spacing)
 
 
 @dataclass(frozen=True)
@@ -317,7 +350,7 @@ class _Patch:
     The grid interpolant ``G`` of ``W = max(0, q)`` smears the kink at the root
     ``k`` over a cell and cuts the curvature of ``q`` just above it; near the end of
     the chain (``sigma << delta``) that is all that matters.  The patch stores
-    ``W`` at nodes ``p_0 < ... < p_M`` (grid points, ``nodes_per_cell - 1`` fine
+    ``W`` at nodes ``p_0 < ... < p_M`` (grid points, in ``fine`` rows ``_PATCH_NODES - 1`` fine
     nodes between them, and the root) spanning whole grid cells from
     ``first_cell``, as ``D = W - G`` there: piecewise linear, zero at the patch's
     ends and outside it, so
@@ -332,19 +365,19 @@ class _Patch:
     the half cells on both sides of it); the fine chords get their own,
     ``- w_fine sum_j c_j phi_sigma(x - p_j)`` over the slope changes ``c_j`` of the
     fine interpolant at nodes other than the root and the ends.
-    Shapes: ``first_cell`` ``[C]``, ``exempt`` ``[n_cells + 1]``,
+    Shapes: ``first_cell``/``fine`` ``[C]``, ``exempt`` ``[n_cells + 1]``,
     ``points``/``kinks``/``curvature`` ``[C, M + 1]``.
     """
 
     first_cell: np.ndarray
     exempt: np.ndarray
-    nodes_per_cell: int
+    fine: np.ndarray
     points: np.ndarray
     kinks: np.ndarray
     curvature: np.ndarray
 
     @classmethod
-    def through(cls, points, exact, root, first_cell, exempt, grid, values, delta, nodes_per_cell=1) -> _Patch:
+    def through(cls, points, exact, root, first_cell, exempt, grid, values, delta, fine) -> _Patch:
         """The patch through ``exact = W(points)`` (``[C, M + 1]``, sorted, ``root`` among them)."""
         rows = np.arange(grid.shape[0])[:, None]
         position = (points - grid[:, :1]) / delta[:, None]
@@ -358,25 +391,31 @@ class _Patch:
         kinks = _differences(np.concatenate([zero, _slopes(points, corrections), zero], axis=1))
         curvature = np.concatenate([zero, _differences(_slopes(points, exact)), zero], axis=1)
         curvature[points == root[:, None]] = 0.0
-        return cls(first_cell, exempt, nodes_per_cell, points, kinks, curvature)
+        return cls(first_cell, exempt, fine, points, kinks, curvature)
 
     @property
     def grid_index(self) -> np.ndarray:
         """``[C, n_cells + 1]`` indices of the patch's grid points."""
         return self.first_cell[:, None] + np.arange(self.exempt.size)[None, :]
 
-    def terms(self, grid, grid_kinks, sigma, chord_weight, fine_chord_weight) -> _HingeSum:
+    def terms(self, grid, grid_kinks, sigma, delta, chord_weight, fine_chord_weight) -> _HingeSum:
         """``E[D(x + sigma Z)]`` with the chord corrections above, as a :class:`_HingeSum`.
 
         ``grid_kinks`` ``[C, P]`` are the ``d_i`` of the grid values the patch corrects.
         """
         rows, index = np.arange(grid.shape[0])[:, None], self.grid_index
         exempt = chord_weight[:, None] * self.exempt[None, :] * grid_kinks[rows, index]
+        fine_spacing = np.where(self.fine, delta / _PATCH_NODES, delta)
+        widths = np.concatenate([
+            np.broadcast_to(_curvature_width(sigma, fine_spacing)[:, None], self.points.shape),
+            np.broadcast_to(_curvature_width(sigma, delta)[:, None], exempt.shape),
+        ], axis=1)
         return _HingeSum(
             np.concatenate([self.points, grid[rows, index]], axis=1),
             np.concatenate([self.kinks, np.zeros_like(exempt)], axis=1),
             np.concatenate([fine_chord_weight[:, None] * self.curvature, -exempt], axis=1),
             sigma,
+            widths,
         )
 
 
@@ -391,13 +430,13 @@ def _differences(rows: np.ndarray) -> np.ndarray:
     return rows[:, 1:] - rows[:, :-1]
 
 
-def _window(first_cell: np.ndarray, n_cells: int, sigma: float, delta: np.ndarray,
+def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarray,
             n_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Grid indices within ``_TAIL`` sds of cells ``first_cell .. first_cell + n_cells - 1``.
+    """Grid indices within ``reach`` of cells ``first_cell .. first_cell + n_cells - 1``.
 
     Returns ``[C, M]`` indices clamped to the grid and the mask of those on it.
     """
-    half = min(n_points, math.ceil(_TAIL * sigma / float(delta.min())) + 1)
+    half = min(n_points, math.ceil(reach / float(delta.min())) + 1)
     index = first_cell[:, None] + np.arange(-half, half + n_cells + 1)[None, :]
     on_grid = (index >= 0) & (index < n_points)
     return np.minimum(np.maximum(index, 0), n_points - 1), on_grid
@@ -408,7 +447,7 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
 
     It vanishes more than ``_TAIL`` sds from the patch: only a window changes.
     """
-    index, on_grid = _window(patch.first_cell, patch.exempt.size - 1, patch_terms.sigma, delta, grid.shape[1])
+    index, on_grid = _window(patch.first_cell, patch.exempt.size - 1, patch_terms.reach, delta, grid.shape[1])
     rows = np.arange(grid.shape[0])[:, None]
     correction = patch_terms(grid[rows, index], derivatives=0)[0]
     # Clamped duplicates of an edge index must not be added twice.
@@ -433,13 +472,15 @@ class _ContinuationNearCells:
     def __init__(self, values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell,
                  n_cells):
         rows = np.arange(grid.shape[0])[:, None]
-        index, on_grid = _window(first_cell, n_cells, sigma, delta, grid.shape[1])
+        reach = _TAIL * float(_curvature_width(sigma, delta).max())
+        index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1])
         window_kinks = np.where(on_grid, kinks[rows, index], 0.0)
         points = grid[rows, index]
         lowest = index[:, 0]
         self.slope = np.where(lowest > 0, (values[rows[:, 0], lowest] - values[rows[:, 0], lowest - 1]) / delta, 0.0)
         self.intercept = values[rows[:, 0], lowest] - self.slope * points[:, 0] - stage_cost
-        self.terms = _HingeSum(points, window_kinks, chord_weight[:, None] * window_kinks, sigma) + patch_terms
+        widths = np.broadcast_to(_curvature_width(sigma, delta)[:, None], points.shape)
+        self.terms = _HingeSum(points, window_kinks, chord_weight[:, None] * window_kinks, sigma, widths) + patch_terms
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[q, q', ...]`` up to the ``derivatives``-th at ``x`` (``[C, X]``, inside the cells)."""
@@ -491,6 +532,87 @@ def _full_information_lower_bound(total_sd: float, cost: float) -> float:
     while value(lo) > 0:
         lo *= 2.0
     return brentq(value, lo, max(cost, total_sd), xtol=1e-14 * total_sd)
+
+
+def _full_information_bounds(sd: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Elementwise root ``x`` of ``EI_sd(x) = cost`` (vectorised :func:`_full_information_lower_bound`).
+
+    Bisection on ``u = x / sd`` in ``[-40, 0]`` (``EI_1(u) = phi(u) + u Phi(u)`` is
+    increasing); a cost above ``EI_sd(0)`` gives 0.  Shapes broadcast.
+    """
+    ratio = np.broadcast_to(cost / sd, np.broadcast_shapes(np.shape(cost), np.shape(sd)))
+    lo, hi = np.full(ratio.shape, -40.0), np.zeros(ratio.shape)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        above = np.exp(-0.5 * mid * mid) / _SQRT_2PI + mid * ndtr(mid) > ratio
+        hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
+    return lo * sd
+
+
+@dataclass(frozen=True)
+class _StageGrids:
+    """Nested uniform grids, one per stage and table, each as fine as its stage allows.
+
+    Stage ``n`` needs its grid to span ``[min(-5 S_n, x_n), 1.01 C_n + 5 S_n]``: the
+    rule of :func:`root_schedule` with the chain's remaining sd
+    ``S_n = sqrt(sum_{m >= n} sigma_m^2)``, remaining cost ``C_n = sum_{m >= n} c_m``
+    and full-information bound ``EI_{S_n}(x_n) = c_n`` (widened, going backwards,
+    to every later stage's span).  Late stages of a long chain need a span of a few
+    ``S_n`` only, where ``W`` varies on the scale ``S_n``: on the whole chain's grid
+    that is a cell or two and its tail is not resolved.  So stage ``n`` takes the
+    finest level ``l`` of spacing ``delta_l = delta_0 / 2^l`` whose ``P`` points hold
+    its span, on the lattice ``origin + k delta_l`` (level 0 is the whole chain's
+    grid): levels only coarsen going backwards, and a coarser grid's points are
+    points of every finer one.  Shapes: ``origin``/``coarsest`` ``[C]``,
+    ``level``/``start`` ``[H, C]``.
+    """
+
+    origin: np.ndarray
+    coarsest: np.ndarray
+    level: np.ndarray
+    start: np.ndarray
+
+    @classmethod
+    def plan(cls, origin, coarsest, sds, stage_costs, n_points) -> _StageGrids:
+        remaining_sd = np.sqrt(np.cumsum(np.square(sds)[::-1])[::-1])[:, None]  # [H, 1]
+        costs = stage_costs.T  # [H, C]
+        low = np.minimum(-5.0 * remaining_sd, _full_information_bounds(remaining_sd, costs))
+        high = 1.01 * np.cumsum(costs[::-1], axis=0)[::-1] + 5.0 * remaining_sd
+        low = np.minimum.accumulate(low[::-1], axis=0)[::-1]
+        high = np.maximum.accumulate(high[::-1], axis=0)[::-1]
+        room = (n_points - 2) * coarsest[None, :] / (high - low)
+        level = np.clip(np.floor(np.log2(room)), 0, _FINEST_LEVEL).astype(np.int64)
+        start = np.zeros_like(level)
+        for table in range(level.shape[1]):
+            # A level's grid serves a run of stages; the run's first stage has the widest span.
+            first = np.searchsorted(level[:, table], level[:, table])
+            delta = coarsest[table] / 2.0 ** level[:, table]
+            start[:, table] = np.floor((low[first, table] - origin[table]) / delta)
+        start[level == 0] = 0
+        return cls(origin, coarsest, level, start)
+
+    def delta(self, stage: int) -> np.ndarray:
+        return self.coarsest / 2.0 ** self.level[stage]
+
+    def points(self, stage: int, n_points: int) -> np.ndarray:
+        offsets = self.start[stage][:, None] + np.arange(n_points)[None, :]
+        return self.origin[:, None] + offsets * self.delta(stage)[:, None]
+
+    def transfer(self, values: np.ndarray, stage: int) -> np.ndarray:
+        """``W_n`` (``[C, P]`` on stage ``n``'s grid) on stage ``n - 1``'s grid.
+
+        A point of the coarser grid is a point of the finer one, or lies below it,
+        where ``W_n = 0`` (the finer grid starts below ``r_n``), or above it, where the
+        grid's slope-1 extension holds.
+        """
+        n_points = values.shape[1]
+        factor = 2 ** (self.level[stage] - self.level[stage - 1])
+        index = (self.start[stage - 1][:, None] + np.arange(n_points)[None, :]) * factor[:, None]
+        index -= self.start[stage][:, None]
+        rows = np.arange(values.shape[0])[:, None]
+        inside = values[rows, np.minimum(np.maximum(index, 0), n_points - 1)]
+        beyond = values[:, -1:] + (index - (n_points - 1)) * self.delta(stage)[:, None]
+        return np.where(index < 0, 0.0, np.where(index >= n_points, beyond, inside))
 
 
 def root_schedule(
@@ -573,10 +695,7 @@ def root_schedule(
     upper = 1.01 * stage_costs.sum(axis=1) + 5.0 * total_sd
 
     if refine:
-        spans = upper - lower
-        delta = spans / (grid_points - 1)
-        grid = lower[:, None] + delta[:, None] * np.arange(grid_points, dtype=np.float64)[None, :]
-        roots = _refined_roots(grid, delta, sds, stage_costs, total_sd)
+        roots = _refined_roots(lower, (upper - lower) / (grid_points - 1), sds, stage_costs, grid_points)
     else:
         dtype = torch.float64
         delta_t = torch.as_tensor((upper - lower) / (grid_points - 1), dtype=dtype)
@@ -608,57 +727,84 @@ def _check_bracket(left_the_grid: bool, stage: int) -> None:
         raise RuntimeError(f"Gittins root left the grid at stage {stage}; this indicates a numerical problem")
 
 
-def _refined_roots(grid: np.ndarray, delta: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
-                   total_sd: float) -> np.ndarray:
+def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
+                   n_points: int) -> np.ndarray:
     """Roots of the grid model with patches and chord corrections, solved off the grid (``refine=True``)."""
-    n_tables, n_points = grid.shape
+    n_tables = origin.size
     rows = np.arange(n_tables)
-    chord = _chord_weight(sds, delta)  # [H, C]
-    fine_chord = _chord_weight(sds, delta / _PATCH_NODES)
-    # Fine nodes pay only while the next step is short against the grid; a longer
-    # one averages W over many cells, where the chord correction holds.  The
-    # spacing compared with is the cost-free part of every table's, 10 S / (P - 1),
-    # so a table comes out the same alone or in a batch.  Stage 0 builds no patch.
-    fine = np.concatenate([[False], sds[:-1] < _FINE_PATCH_RATIO * 10.0 * total_sd / (n_points - 1)])
-    tolerance = 1e-8 * delta
+    grids = _StageGrids.plan(origin, coarsest, sds, stage_costs, n_points)
+    deltas = grids.coarsest[None, :] / 2.0 ** grids.level  # [H, C]
+    chord = _chord_weight(sds, deltas)
+    fine_chord = _chord_weight(sds, deltas / _PATCH_NODES)
+    # Fine nodes pay only while the next step is short against the grid W_n lies
+    # on; a longer one averages W over many cells, where the chord correction holds.
+    fine_rows = np.zeros((sds.size, n_tables), dtype=bool)
+    fine_rows[1:] = sds[:-1, None] < _FINE_PATCH_RATIO * deltas[:-1]
 
+    grid, delta = grids.points(sds.size - 1, n_points), grids.delta(sds.size - 1)
     values = np.maximum(grid, 0.0)  # W_H(x) = max(x, 0), with its kink at 0
     zero_cell = np.clip(np.floor(-grid[:, 0] / delta).astype(np.int64), 0, n_points - 2)
     zero = np.zeros(n_tables)
     points = np.stack([grid[rows, zero_cell], zero, grid[rows, zero_cell + 1]], axis=1)
     # max(x, 0) is linear on both sides of 0: both grid kinks of its cell are exempt.
-    patch = _Patch.through(points, np.maximum(points, 0.0), zero, zero_cell, np.ones(2), grid, values, delta)
+    patch = _Patch.through(points, np.maximum(points, 0.0), zero, zero_cell, np.ones(2), grid, values, delta,
+                           np.zeros(n_tables, dtype=bool))
     roots = np.empty(stage_costs.shape)
     for stage in range(sds.size - 1, -1, -1):
         sigma = float(sds[stage])
         kinks = _interpolant_kinks(values, delta)
         smoothed = _smooth_on_grid(values, kinks, delta, sigma, chord[stage])
-        fine_weight = fine_chord[stage] if patch.nodes_per_cell > 1 else chord[stage]
-        patch_terms = patch.terms(grid, kinks, sigma, chord[stage], fine_weight)
+        fine_weight = np.where(patch.fine, fine_chord[stage], chord[stage])
+        patch_terms = patch.terms(grid, kinks, sigma, delta, chord[stage], fine_weight)
         _add_patch_smoothing(smoothed, patch_terms, patch, grid, delta)
         continuation = smoothed - stage_costs[:, stage, None]
         first = np.argmax(continuation >= 0, axis=1)
         _check_bracket(bool(np.any(first == 0)) or not bool(np.all(continuation[:, -1] >= 0)), stage)
 
+        # W_n's patch lies on the next stage's grid; a coarser one's cells span several of these.
+        coarsening = int(2 ** (grids.level[stage] - grids.level[stage - 1]).max()) if stage > 0 else 1
         cell = np.minimum(first - 1, n_points - 1 - _PATCH_CELLS)
         q = _ContinuationNearCells(values, kinks, grid, delta, sigma, stage_costs[:, stage], chord[stage],
-                                   patch_terms, cell, _PATCH_CELLS)
-        per_cell = _PATCH_NODES if fine[stage] else 1
-        nodes = grid[rows, cell][:, None] + delta[:, None] * (np.arange(_PATCH_CELLS * per_cell + 1) / per_cell)
+                                   patch_terms, cell, _PATCH_CELLS * coarsening)
+        fine = fine_rows[stage]
+        per_cell = _PATCH_NODES if fine.any() else 1
+        fractions = np.arange(_PATCH_CELLS * per_cell + 1) / per_cell
+        grid_nodes = cell[:, None] + np.arange(_PATCH_CELLS + 1)
+        bracket = _node_bracket(grid[rows[:, None], grid_nodes], continuation[rows[:, None], grid_nodes],
+                                first - 1 - cell, 1)
+        nodes = grid[rows, cell][:, None] + delta[:, None] * fractions
         if per_cell > 1:
             q_nodes = q(nodes, derivatives=0)[0]
-        else:
-            q_nodes = continuation[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
-        root = _halley_root(q, *_node_bracket(nodes, q_nodes, (first - 1 - cell) * per_cell, per_cell), tolerance)
+            in_cell = _node_bracket(nodes, q_nodes, (first - 1 - cell) * per_cell, per_cell)
+            bracket = tuple(np.where(fine, a, b) for a, b in zip(in_cell, bracket, strict=True))
+        root = _halley_root(q, *bracket, 1e-8 * delta)
         roots[:, stage] = root
+        if stage == 0:
+            break
 
         values = np.maximum(continuation, 0.0)
-        if stage > 0:
-            all_points = np.concatenate([nodes, root[:, None]], axis=1)
-            order = rows[:, None], np.argsort(all_points, axis=1, kind="stable")
-            exact = np.concatenate([np.maximum(q_nodes, 0.0), zero[:, None]], axis=1)
-            patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid,
-                                   values, delta, per_cell)
+        if coarsening > 1:
+            values = grids.transfer(values, stage)
+            grid, delta = grids.points(stage - 1, n_points), grids.delta(stage - 1)
+            moved = grids.level[stage] != grids.level[stage - 1]
+            moved_cell = np.floor((root - grid[:, 0]) / delta).astype(np.int64)
+            cell = np.where(moved, np.minimum(np.maximum(moved_cell, 0), n_points - 1 - _PATCH_CELLS), cell)
+            nodes = grid[rows, cell][:, None] + delta[:, None] * fractions
+            if per_cell > 1:
+                q_nodes = q(nodes, derivatives=0)[0]
+        if per_cell == 1:
+            q_nodes = values[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
+        exact = np.maximum(q_nodes, 0.0)
+        for row in np.flatnonzero(~fine) if per_cell > 1 else ():
+            # W exact at the grid points and the root only, as the row alone would have it.
+            at = np.sort(np.append(grid[row, cell[row] + np.arange(_PATCH_CELLS + 1)], root[row]))
+            known = np.where(at == root[row], 0.0, np.interp(at, grid[row], values[row]))
+            exact[row] = np.interp(nodes[row], at, known)
+        all_points = np.concatenate([nodes, root[:, None]], axis=1)
+        order = rows[:, None], np.argsort(all_points, axis=1, kind="stable")
+        exact = np.concatenate([exact, zero[:, None]], axis=1)
+        patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid, values, delta,
+                               fine)
     return roots
 
 
