@@ -7,15 +7,19 @@ import pytest
 import torch
 from scipy.integrate import quad
 from scipy.optimize import brentq
+from scipy.signal import fftconvolve
 from scipy.special import ndtr
 from scipy.stats import norm
 
 from gittinseval.roots import (
     EmpiricalTargetChain,
     _chord_weight,
+    _full_information_bounds,
+    _full_information_lower_bound,
     _interpolant_kinks,
     _normal_cdf,
     _smooth_on_grid,
+    _StageGrids,
     expected_improvement,
     gaussian_smoothing,
     root_schedule,
@@ -167,6 +171,21 @@ def test_short_convolution_is_the_fft_smoothing_less_the_chord_correction(sigma)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("ratio", [0.02, 0.07, 0.3, 1.0, 3.0])
+def test_chord_correction_never_amplifies_a_grid_scale_oscillation(ratio):
+    # Over thousands of stages a factor above 1 on the sawtooth mode blows the program up.
+    n_points, delta = 201, 0.01
+    grid = -1.0 + delta * np.arange(n_points)
+    smooth = 0.1 * np.logaddexp(0.0, grid / 0.1)[None]
+    sawtooth = 1e-6 * (-1.0) ** np.arange(n_points)
+    sigma, deltas = ratio * delta, np.array([delta])
+    weight = _chord_weight(np.array([sigma]), deltas)[0]
+    out = [_smooth_on_grid(w, _interpolant_kinks(w, deltas), deltas, sigma, weight)[0]
+           for w in (smooth, smooth + sawtooth)]
+    interior = slice(50, 150)
+    assert np.abs((out[1] - out[0])[interior]).max() <= 1e-6
+
+
 @pytest.mark.parametrize("size", [7, 5000])  # both sides of the switch to torch's erfc
 def test_normal_cdf_matches_scipy(size):
     u = np.linspace(-40, 12, size).reshape(1, -1)
@@ -308,6 +327,87 @@ def test_refined_roots_match_the_continuous_program(n_examples, batch_size, prio
     for stage, exact in nested_quadrature_roots(chain, cost, n_stages).items():
         tolerance = max(1e-6, 0.01 * cost * chain.batch_sizes[stage])
         assert abs(ours[stage] - exact) <= tolerance, (stage, ours[stage], exact)
+
+
+def fine_grid_roots(chain: EmpiricalTargetChain, cost: float, n_points: int) -> np.ndarray:
+    """Independent solver for every stage: the plain program on one fine uniform grid.
+
+    NumPy/SciPy only (no torch, no patches, chord corrections or stage grids): the
+    expectation of the piecewise-linear W by ``scipy.signal.fftconvolve`` of its
+    kinks with EI, the roots by linear interpolation.  Its error falls as
+    ``delta^2`` where the roots are many cells apart from the kinks, so two
+    resolutions give a Richardson estimate.
+    """
+    sds, stage_costs = chain.step_sds, cost * chain.batch_sizes
+    total = float(np.sqrt(np.sum(sds**2)))
+    lower = min(-6 * total, brentq(lambda x: ei(x, total) - stage_costs.min(), -60 * total, total))
+    grid = np.linspace(lower, 1.01 * stage_costs.sum() + 6 * total, n_points)
+    delta = grid[1] - grid[0]
+    offsets = np.arange(-(n_points - 1), n_points) * delta
+    values = np.maximum(grid, 0.0)
+    roots = np.empty(chain.horizon)
+    for stage in range(chain.horizon - 1, -1, -1):
+        kinks = np.diff(np.concatenate([[0.0], np.diff(values) / delta, [1.0]]))
+        smoothed = values[0] + fftconvolve(kinks, ei(offsets, sds[stage]))[n_points - 1 : 2 * n_points - 1]
+        q = smoothed - stage_costs[stage]
+        first = int(np.argmax(q >= 0))
+        roots[stage] = grid[first - 1] - delta * q[first - 1] / (q[first] - q[first - 1])
+        values = np.maximum(q, 0.0)
+    return roots
+
+
+@pytest.mark.parametrize(
+    "n_examples, batch_size, cost",
+    [
+        (200, 8, 1e-6),  # cheap chains: W's tail spans a few cells of the whole chain's grid
+        (100, 4, 1e-7),
+        (120, 2, 1e-4),
+    ],
+)
+def test_every_refined_root_matches_a_fine_grid_solver(n_examples, batch_size, cost):
+    chain = EmpiricalTargetChain(n_examples, batch_size, 0.04)
+    coarse, fine = (fine_grid_roots(chain, cost, 2**k + 1) for k in (16, 17))
+    reference = fine + (fine - coarse) / 3
+    tolerance = np.maximum(1e-6, 0.01 * cost * chain.batch_sizes)
+    assert np.all(np.abs(fine - coarse) < 0.3 * tolerance)  # the reference itself has converged
+    errors = np.abs(root_schedule(n_examples, batch_size, 0.04, cost) - reference)
+    assert np.all(errors <= tolerance), (errors / tolerance).max()
+
+
+def test_full_information_bounds_match_the_scalar_solver():
+    sds = np.array([0.2, 0.01, 3e-4])
+    costs = np.array([[1e-9], [1e-4], [0.05]])
+    bounds = _full_information_bounds(sds[None, :], costs)
+    for (row, col), bound in np.ndenumerate(bounds):
+        expected = min(0.0, _full_information_lower_bound(sds[col], costs[row, 0]))
+        assert bound == pytest.approx(expected, abs=1e-12 * sds[col])
+
+
+def test_stage_grids_are_nested_and_hold_every_stage():
+    chain = EmpiricalTargetChain(1534, 8, 0.04)
+    sds, stage_costs = chain.step_sds, 1e-6 * chain.batch_sizes[None, :]
+    total = float(np.sqrt(np.sum(sds**2)))
+    origin = np.array([min(-5 * total, _full_information_lower_bound(total, stage_costs.min()))])
+    coarsest = (1.01 * stage_costs.sum() + 5 * total - origin) / 1024
+    grids = _StageGrids.plan(origin, coarsest, sds, stage_costs, 1025)
+    levels = grids.level[:, 0]
+    assert levels[0] == 0 and levels[-1] > 5 and np.all(np.diff(levels) >= 0)
+    np.testing.assert_array_equal(grids.points(0, 1025), origin[:, None] + coarsest * np.arange(1025))
+    remaining_sd = np.sqrt(np.cumsum(sds[::-1] ** 2)[::-1])
+    remaining_cost = np.cumsum(stage_costs[0, ::-1])[::-1]
+    for stage in range(chain.horizon):
+        points = grids.points(stage, 1025)[0]
+        # Every root lies between the full-information bound and the remaining cost.
+        assert points[0] <= _full_information_lower_bound(remaining_sd[stage], stage_costs[0, stage])
+        assert points[-1] >= remaining_cost[stage] + 5 * remaining_sd[stage]
+        if stage and levels[stage] != levels[stage - 1]:
+            coarser = grids.points(stage - 1, 1025)[0]
+            shared = coarser[(coarser >= points[0]) & (coarser <= points[-1])]
+            assert np.abs(shared[:, None] - points[None, :]).min(axis=1).max() < 1e-12 * total
+            # W_n = max(x - a, 0) with its kink on the finer grid moves over exactly.
+            kink = points[500]
+            moved = grids.transfer(np.maximum(points - kink, 0.0)[None], stage)[0]
+            np.testing.assert_allclose(moved, np.maximum(coarser - kink, 0.0), rtol=0, atol=1e-12 * total)
 
 
 @pytest.mark.slow
