@@ -644,15 +644,18 @@ def root_schedule(
     plain-grid numerics) ``r_n`` is the zero crossing linearly interpolated between
     the last grid point with ``q_n < 0`` and the first with ``q_n >= 0``.  Near the
     end of the chain the roots are smaller than the grid spacing and the plain grid
-    gets them wrong (even their sign).  ``refine=True`` (default) keeps ``W``
-    exactly on a few cells above each root (:class:`_Patch`), corrects the grid's
-    chords where ``W`` is smooth (:func:`_chord_weight`), takes the expectation on
-    the grid by a short direct convolution (:func:`_smooth_on_grid`; the kernel
-    is ``EI_sigma(z) - max(z, 0)``, negligible beyond 8 sds, so no FFT is needed)
-    and solves ``q_n(r_n) = 0`` off the grid by safeguarded Halley steps on the
-    exact Gaussian expectation of that model (:class:`_ContinuationNearCells`): every
-    stage's root is then within about ``1e-6`` or 1 % of its stage cost of the
-    continuous dynamic program (tested against nested quadrature).
+    gets them wrong (even their sign).  ``refine=True`` (default) works on nested
+    per-stage grids of ``P`` points (:class:`_StageGrids`; the grid above is the
+    coarsest, and a stage near the end of a long chain takes one as fine as its
+    remaining span allows), keeps ``W`` exactly on a few cells above each root
+    (:class:`_Patch`), corrects the grid's chords where ``W`` is smooth
+    (:func:`_chord_weight`), takes the expectation on the grid by a short direct
+    convolution (:func:`_smooth_on_grid`; the kernel is ``EI_sigma(z) - max(z, 0)``,
+    negligible beyond 8 sds, so no FFT is needed) and solves ``q_n(r_n) = 0`` off the
+    grid by safeguarded Halley steps on the exact Gaussian expectation of that model
+    (:class:`_ContinuationNearCells`): every stage's root is then within ``1e-6`` or
+    1 % of its stage cost of the continuous dynamic program (tested against nested
+    quadrature and an independent fine-grid solver).
 
     Args:
         n_examples: ``N``, the number of benchmark examples per arm.
