@@ -167,13 +167,14 @@ _SMALLEST_COST_RATIO = 1e-13
 """Smallest stage cost, relative to the chain's total sd, that double precision resolves."""
 _PATCH_CELLS = 5
 """Grid cells, from the one holding the root up, on which ``W`` is kept exactly."""
-_PATCH_EXEMPT = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+_PATCH_EXEMPT = np.append(np.ones(_PATCH_CELLS), 0.5)
 """Share of each patch grid kink's chord correction handed back (see :class:`_Patch`)."""
 _PATCH_NODES = 8
 """Fine nodes per patch cell while the next step is short against the grid ..."""
 _FINE_PATCH_RATIO = 4.0
 """... shorter than this many cells."""
 _ROOT_ITERATIONS = 12
+"""Halley steps per root at most; one from the bracketing nodes usually meets the tolerance."""
 _FINEST_LEVEL = 40
 """At most ``2^40`` times finer than the whole chain's grid (see :class:`_StageGrids`)."""
 _TORCH_CDF_SIZE = 4096
@@ -203,8 +204,9 @@ def _chord_weight(sigma: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
         E[chords - W](x + sigma Z) = w E[W''(x + sigma Z)],   w = delta^2 / 2 * E[g(frac(r Z))],
 
-    and since ``E[W''(x + sigma Z)] ~ sum_i d_i phi_sigma(x - xi_i)``, subtracting
-    ``w sum_i d_i phi_sigma`` removes the ``O(delta^2)`` error of the chords.  For
+    and since ``E[W''(x + sigma Z)] ~ sum_i d_i phi_s(x - xi_i)`` (``s`` from
+    :func:`_curvature_width`), subtracting ``w sum_i d_i phi_s`` removes the
+    ``O(delta^2)`` error of the chords.  For
     ``r >= 1`` the Fourier series of ``g`` gives
     ``E[g] = 1/6 - sum_{k >= 1} exp(-2 pi^2 k^2 r^2) / (pi^2 k^2)`` (three terms
     reach double precision); for ``r < 1`` the sum over the cells ``m`` that the
@@ -360,10 +362,10 @@ class _Patch:
     with ``kappa_j`` the slope changes of ``D``.  Chord corrections (see
     :func:`_chord_weight`): the grid kinks ``d_i`` inside the patch are not
     curvature of a smooth ``W`` and are exempt from the grid's, so
-    ``+ w sum_i e_i d_i phi_sigma(x - xi_i)`` adds it back (``e_i = 1``, or
+    ``+ w sum_i e_i d_i phi_s(x - xi_i)`` adds it back (``e_i = 1``, or
     ``1/2`` at an upper end above which ``W`` is smooth: a kink's curvature spans
     the half cells on both sides of it); the fine chords get their own,
-    ``- w_fine sum_j c_j phi_sigma(x - p_j)`` over the slope changes ``c_j`` of the
+    ``- w_fine sum_j c_j phi_s'(x - p_j)`` (``s'`` for the fine spacing) over the slope changes ``c_j`` of the
     fine interpolant at nodes other than the root and the ends.
     Shapes: ``first_cell``/``fine`` ``[C]``, ``exempt`` ``[n_cells + 1]``,
     ``points``/``kinks``/``curvature`` ``[C, M + 1]``.
@@ -459,11 +461,11 @@ class _ContinuationNearCells:
 
     For ``x`` in the cells ``first_cell .. first_cell + n_cells - 1``:
 
-        q(x) = w_lo + m_lo (x - xi_lo) + sum_i d_i (EI_sigma - w phi_sigma)(x - xi_i)
-               + E[D(x + sigma Z)] + w sum_{i in patch} d_i phi_sigma(x - xi_i) - c,
+        q(x) = w_lo + m_lo (x - xi_lo) + sum_i d_i (EI_sigma - w phi_s)(x - xi_i)
+               + E[D(x + sigma Z)] + w sum_{i in patch} d_i phi_s(x - xi_i) - c,
 
     the same model as the grid values, with the sum over the grid kinks within
-    ``_TAIL`` sds of the cells: kinks further below contribute ``d_i (x - xi_i)``
+    ``_TAIL max(sigma, s)`` of the cells: kinks further below contribute ``d_i (x - xi_i)``
     (the line through ``w_lo`` of slope ``m_lo``), kinks as far above nothing.
     Per table (``[C]``): first cell, stage cost, chord weight ``w``; ``values``,
     ``kinks`` (the ``d_i``) and ``grid`` are ``[C, P]``.
