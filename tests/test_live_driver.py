@@ -187,10 +187,13 @@ def test_ctrl_c_stops_cleanly_after_telling_the_requests_in_flight(tmp_path):
     store = tmp_path / "run.sqlite"
     script = textwrap.dedent(
         f"""
-        import sys, time
+        import signal, sys, time
         import numpy as np
         from gittinseval import GittinsPolicy
         from gittinseval.live import evaluate
+        # As in a terminal: a shell without job control starts background jobs (this
+        # suite, say) with SIGINT ignored, and the child would inherit that.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         scores = (np.random.default_rng(0).uniform(size=(20, 400)) < 0.5).astype(float)
         def slow(arm, examples):
             time.sleep(0.02)
