@@ -18,6 +18,7 @@ short direct convolution (the default; see :func:`root_schedule`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -171,12 +172,14 @@ _PATCH_EXEMPT = np.append(np.ones(_PATCH_CELLS), 0.5)
 """Share of each patch grid kink's chord correction handed back (see :class:`_Patch`)."""
 _PATCH_NODES = 8
 """Fine nodes per patch cell while the next step is short against the grid ..."""
-_FINE_PATCH_RATIO = 4.0
+_FINE_PATCH_RATIO = 8.0
 """... shorter than this many cells."""
 _ROOT_ITERATIONS = 12
 """Halley steps per root at most; one from the bracketing nodes usually meets the tolerance."""
 _FINEST_LEVEL = 40
 """At most ``2^40`` times finer than the whole chain's grid (see :class:`_StageGrids`)."""
+_MIN_STRIDE = 4
+"""The patch's expectation is interpolated only between samples this many cells apart or more."""
 _TORCH_CDF_SIZE = 4096
 """Arrays from this size on take torch's ``erfc`` for ``Phi`` (see :func:`_normal_cdf`)."""
 
@@ -264,9 +267,11 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
     v = distance / width
     kernel = sigma * sigma * np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma) - distance * _normal_cdf(-u)
     kernel -= chord_weight[:, None] * np.exp(-0.5 * v * v) / (_SQRT_2PI * width)
+    # Each table's kernel only as long as its own spacing needs.
+    own = np.minimum(np.ceil(_TAIL * width[:, 0] / delta).astype(np.int64), half)
     smoothed = values.copy()
-    for row in range(values.shape[0]):
-        smoothed[row] += np.convolve(kinks[row], kernel[row])[half : half + n_points]
+    for row, reach in enumerate(own):
+        smoothed[row] += np.convolve(kinks[row], kernel[row, half - reach : half + reach + 1])[reach : reach + n_points]
     return smoothed
 
 
@@ -283,6 +288,7 @@ class _HingeSum:
     def __init__(self, points: np.ndarray, hinge: np.ndarray, density: np.ndarray, sigma: float,
                  widths: np.ndarray):
         self.points, self.hinge, self.density, self.sigma, self.widths = points, hinge, density, sigma, widths
+        self.uniform = bool(widths.size) and bool((widths == sigma).all())
 
     def __add__(self, other: _HingeSum) -> _HingeSum:
         return _HingeSum(
@@ -293,10 +299,9 @@ class _HingeSum:
             np.concatenate([self.widths, other.widths], axis=1),
         )
 
-    @property
-    def reach(self) -> float:
-        """Beyond this distance from every point, ``F`` is linear (to double precision)."""
-        return _TAIL * max(self.sigma, float(self.widths.max(initial=0.0)))
+    def take(self, rows: np.ndarray) -> _HingeSum:
+        """The sums of the given rows (``[R]`` indices, repeats allowed)."""
+        return _HingeSum(self.points[rows], self.hinge[rows], self.density[rows], self.sigma, self.widths[rows])
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[F, F', ...]`` up to the ``derivatives``-th (at most 3) at ``x`` (``[C, X]``).
@@ -313,7 +318,7 @@ class _HingeSum:
         gaussian *= -0.5
         np.exp(gaussian, out=gaussian)  # sqrt(2 pi) sigma phi_sigma(z)
         h, widths = self.hinge[:, :, None], self.widths[:, None, :]
-        if self.widths.size and np.all(self.widths == sigma):  # s = sigma: reuse the hinge kernel
+        if self.uniform:  # s = sigma: reuse the hinge kernel
             v, density = u, gaussian / (_SQRT_2PI * sigma)
         else:
             v = z / widths
@@ -409,8 +414,8 @@ class _Patch:
         exempt = chord_weight[:, None] * self.exempt[None, :] * grid_kinks[rows, index]
         fine_spacing = np.where(self.fine, delta / _PATCH_NODES, delta)
         widths = np.concatenate([
-            np.broadcast_to(_curvature_width(sigma, fine_spacing)[:, None], self.points.shape),
-            np.broadcast_to(_curvature_width(sigma, delta)[:, None], exempt.shape),
+            np.repeat(_curvature_width(sigma, fine_spacing)[:, None], self.points.shape[1], axis=1),
+            np.repeat(_curvature_width(sigma, delta)[:, None], exempt.shape[1], axis=1),
         ], axis=1)
         return _HingeSum(
             np.concatenate([self.points, grid[rows, index]], axis=1),
@@ -447,13 +452,44 @@ def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarra
 def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, delta) -> None:
     """Add the patch's expectation to the grid values ``[C, P]`` (in place).
 
-    It vanishes more than ``_TAIL`` sds from the patch: only a window changes.
+    It is linear (zero, as ``D`` and its slope vanish beyond the patch) further
+    than its reach from the patch, so only a window of each table's grid changes.
+    It is a Gaussian expectation, smooth on the scale ``sigma``: where that spans
+    several of a table's cells, it is evaluated with two derivatives at every
+    ``stride``-th point of the window (``stride delta <= sigma / 2``, so about 32
+    points per table whatever its spacing) and filled in by quintic Hermite
+    interpolation (:func:`_quintic_hermite`), within about ``1e-6 sigma`` of its
+    slope changes.
     """
-    index, on_grid = _window(patch.first_cell, patch.exempt.size - 1, patch_terms.reach, delta, grid.shape[1])
-    rows = np.arange(grid.shape[0])[:, None]
-    correction = patch_terms(grid[rows, index], derivatives=0)[0]
-    # Clamped duplicates of an edge index must not be added twice.
-    np.add.at(smoothed, (np.broadcast_to(rows, index.shape), index), np.where(on_grid, correction, 0.0))
+    n_points = grid.shape[1]
+    sigma = patch_terms.sigma
+    reach = _TAIL * np.maximum(sigma, patch_terms.widths.max(axis=1, initial=0.0))
+    half = np.ceil(reach / delta).astype(np.int64) + 1
+    low = np.maximum(patch.first_cell - half, 0)[:, None]
+    high = np.minimum(patch.first_cell + patch.exempt.size - 1 + half, n_points - 1)[:, None]
+    offset = np.arange(int((high - low).max()) + 1)[None, :]
+    stride = (sigma / (2.0 * delta)).astype(np.int64)[:, None]
+    # On a short window the interpolation's overhead would not pay (and at stride 1 it is exact).
+    stride = np.where(stride >= _MIN_STRIDE, stride, 1)
+    if np.all(stride == 1):
+        correction = patch_terms(grid[:, :1] + (low + offset) * delta[:, None], derivatives=0)[0]
+    else:
+        steps = -(-(high - low) // stride)
+        samples = grid[:, :1] + (low + np.arange(int(steps.max()) + 1)[None, :] * stride) * delta[:, None]
+        value, slope, curvature = patch_terms(samples, derivatives=2)
+        interval, t = np.divmod(offset, stride)
+        left = np.minimum(interval, steps)
+        right = np.minimum(left + 1, steps)
+        h = stride * delta[:, None]
+        basis = _hermite_basis_at(t / stride)
+        rows = np.arange(grid.shape[0])[:, None]
+        ends = [column[rows, end] for end in (left, right) for column in (value, slope, curvature)]
+        correction = (basis[0] * ends[0] + basis[1] * h * ends[1] + basis[2] * h * h * ends[2]
+                      + basis[3] * ends[3] + basis[4] * h * ends[4] + basis[5] * h * h * ends[5])
+    index = low + offset
+    inside = index <= high
+    rows = np.broadcast_to(np.arange(grid.shape[0])[:, None], index.shape)
+    smoothed[rows[inside], index[inside]] += correction[inside]
 
 
 class _ContinuationNearCells:
@@ -473,6 +509,7 @@ class _ContinuationNearCells:
 
     def __init__(self, values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell,
                  n_cells):
+        self._inputs = values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells
         rows = np.arange(grid.shape[0])[:, None]
         reach = _TAIL * float(_curvature_width(sigma, delta).max())
         index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1])
@@ -481,8 +518,16 @@ class _ContinuationNearCells:
         lowest = index[:, 0]
         self.slope = np.where(lowest > 0, (values[rows[:, 0], lowest] - values[rows[:, 0], lowest - 1]) / delta, 0.0)
         self.intercept = values[rows[:, 0], lowest] - self.slope * points[:, 0] - stage_cost
-        widths = np.broadcast_to(_curvature_width(sigma, delta)[:, None], points.shape)
+        widths = np.repeat(_curvature_width(sigma, delta)[:, None], points.shape[1], axis=1)
         self.terms = _HingeSum(points, window_kinks, chord_weight[:, None] * window_kinks, sigma, widths) + patch_terms
+
+    def restricted(self, which: np.ndarray) -> _ContinuationNearCells:
+        """The same ``q`` for the tables ``which`` only, on windows sized for them alone."""
+        values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells = self._inputs
+        if which.size == grid.shape[0]:
+            return self
+        return _ContinuationNearCells(values[which], kinks[which], grid[which], delta[which], sigma, stage_cost[which],
+                                      chord_weight[which], patch_terms.take(which), first_cell[which], n_cells)
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[q, q', ...]`` up to the ``derivatives``-th at ``x`` (``[C, X]``, inside the cells)."""
@@ -774,14 +819,17 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
         fine = fine_rows[stage]
         per_cell = _PATCH_NODES if fine.any() else 1
         fractions = np.arange(_PATCH_CELLS * per_cell + 1) / per_cell
-        grid_nodes = cell[:, None] + np.arange(_PATCH_CELLS + 1)
-        bracket = _node_bracket(grid[rows[:, None], grid_nodes], continuation[rows[:, None], grid_nodes],
-                                first - 1 - cell, 1)
         nodes = grid[rows, cell][:, None] + delta[:, None] * fractions
+        if not fine.all():
+            grid_nodes = rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)
+            bracket = _node_bracket(grid[grid_nodes], continuation[grid_nodes], first - 1 - cell, 1)
         if per_cell > 1:
-            q_nodes = q(nodes, derivatives=0)[0]
+            q_nodes = _continuation_at_nodes(q, nodes, per_cell, fine)
             in_cell = _node_bracket(nodes, q_nodes, (first - 1 - cell) * per_cell, per_cell)
-            bracket = tuple(np.where(fine, a, b) for a, b in zip(in_cell, bracket, strict=True))
+            if fine.all():
+                bracket = in_cell
+            else:
+                bracket = tuple(np.where(fine, a, b) for a, b in zip(in_cell, bracket, strict=True))
         root = _halley_root(q, *bracket, 1e-8 * delta)
         roots[:, stage] = root
         if stage == 0:
@@ -796,7 +844,7 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
             cell = np.where(moved, np.minimum(np.maximum(moved_cell, 0), n_points - 1 - _PATCH_CELLS), cell)
             nodes = grid[rows, cell][:, None] + delta[:, None] * fractions
             if per_cell > 1:
-                q_nodes = q(nodes, derivatives=0)[0]
+                q_nodes = _continuation_at_nodes(q, nodes, per_cell, fine)
         if per_cell == 1:
             q_nodes = values[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
         exact = np.maximum(q_nodes, 0.0)
@@ -811,6 +859,64 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
         patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid, values, delta,
                                fine)
     return roots
+
+
+def _continuation_at_nodes(q: _ContinuationNearCells, nodes: np.ndarray, per_cell: int,
+                           tables: np.ndarray) -> np.ndarray:
+    """``q`` at the patch nodes (``[C, M]``, ``per_cell`` to a grid cell) of ``tables``; 0 elsewhere.
+
+    ``q`` is a Gaussian expectation, smooth on the scale ``sigma``: where that
+    spans a node cell, the quintic through ``q``, ``q'`` and ``q''`` at the cell's
+    ends (:func:`_quintic_hermite`) is within about ``delta (delta / sigma)^5 / 4e4``
+    of it, at a seventh of the kernel evaluations; elsewhere ``q`` is evaluated at
+    every node.
+    """
+    out = np.zeros(nodes.shape)
+    smooth = tables & (q.terms.sigma >= nodes[:, per_cell] - nodes[:, 0])
+    direct = np.flatnonzero(tables & ~smooth)
+    if direct.size:
+        out[direct] = q.restricted(direct)(nodes[direct], derivatives=0)[0]
+    smooth = np.flatnonzero(smooth)
+    if smooth.size:
+        ends = nodes[smooth, ::per_cell]
+        out[smooth] = _quintic_hermite(ends, *q.restricted(smooth)(ends, derivatives=2), per_cell)
+    return out
+
+
+def _quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvature: np.ndarray,
+                     per_cell: int) -> np.ndarray:
+    """The quintic Hermite interpolant at ``per_cell`` equal steps across each interval.
+
+    On ``[a, b]``, ``h = b - a``, ``t = (x - a) / h``, it matches value, slope and
+    curvature at both ends:
+    ``p = f_a H_0 + h f'_a H_1 + h^2 f''_a H_2 + f_b H_3 + h f'_b H_4 + h^2 f''_b H_5`` with
+    ``H_0 = 1 - 10t^3 + 15t^4 - 6t^5``, ``H_1 = t - 6t^3 + 8t^4 - 3t^5``,
+    ``H_2 = (t^2 - 3t^3 + 3t^4 - t^5) / 2``, ``H_3 = 1 - H_0``,
+    ``H_4 = -4t^3 + 7t^4 - 3t^5``, ``H_5 = (t^3 - 2t^4 + t^5) / 2``.
+    ``ends`` and the three ``[R, K + 1]``; returns ``[R, K per_cell + 1]``.
+    """
+    h = _differences(ends)
+    coefficients = np.stack([value[:, :-1], h * slope[:, :-1], h * h * curvature[:, :-1],
+                             value[:, 1:], h * slope[:, 1:], h * h * curvature[:, 1:]], axis=-1)
+    inner = np.matmul(coefficients, _hermite_basis(per_cell))  # [R, K, per_cell]
+    return np.concatenate([inner.reshape(inner.shape[0], -1), value[:, -1:]], axis=1)
+
+
+@functools.cache
+def _hermite_basis(per_cell: int) -> np.ndarray:
+    """``[6, per_cell]``: ``H_0 .. H_5`` of :func:`_quintic_hermite` at ``t = 0, 1 / per_cell, ...``."""
+    basis = _hermite_basis_at(np.arange(per_cell) / per_cell)
+    basis.setflags(write=False)
+    return basis
+
+
+def _hermite_basis_at(t: np.ndarray) -> np.ndarray:
+    """``[6, *t.shape]``: ``H_0 .. H_5`` of :func:`_quintic_hermite` at ``t``."""
+    t2 = t * t
+    t3, t4, t5 = t2 * t, t2 * t2, t2 * t2 * t
+    h0 = 1 - 10 * t3 + 15 * t4 - 6 * t5
+    return np.stack([h0, t - 6 * t3 + 8 * t4 - 3 * t5, (t2 - 3 * t3 + 3 * t4 - t5) / 2,
+                     1 - h0, -4 * t3 + 7 * t4 - 3 * t5, (t3 - 2 * t4 + t5) / 2])
 
 
 def _node_bracket(nodes: np.ndarray, q_nodes: np.ndarray, offset: np.ndarray,
