@@ -13,7 +13,8 @@ whole schedule ``r_0, ..., r_{H-1}`` by the backward dynamic program
 
 on a uniform grid, with the Gaussian expectation taken as an FFT convolution (the
 paper's numerics, ``refine=False``) or, refined off the grid near each root, as a
-short direct convolution (the default; see :func:`root_schedule`).
+convolution of the interpolant's slope changes with a kernel that vanishes beyond
+8 sds (the default; see :func:`root_schedule`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.optimize import brentq
+from scipy.signal import fftconvolve
 from scipy.special import ndtr
 from scipy.stats import norm
 
@@ -180,6 +182,8 @@ _FINEST_LEVEL = 40
 """At most ``2^40`` times finer than the whole chain's grid (see :class:`_StageGrids`)."""
 _MIN_STRIDE = 4
 """The patch's expectation is interpolated only between samples this many cells apart or more."""
+_FFT_KERNEL_HALF = 512
+"""A single table's grid expectation is a direct convolution below this kernel half-length, else an FFT."""
 _TORCH_CDF_SIZE = 4096
 """Arrays from this size on take torch's ``erfc`` for ``Phi`` (see :func:`_normal_cdf`)."""
 
@@ -255,8 +259,10 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
         E[G(xi_j + sigma Z)] - w sum_i d_i phi_s(xi_j - xi_i)
             = w_j + sum_i d_i (h_sigma - w phi_s)((j - i) delta),
 
-    a short convolution (``s`` from :func:`_curvature_width`), without the FFT's
-    rounding on the grid's whole span.
+    a convolution with a kernel ``2 ceil(8 s / delta) + 1`` points long (``s`` from
+    :func:`_curvature_width`): the kinks, not ``W``, are convolved, so the rounding
+    does not grow with the grid's span.  A single table with a kernel shorter than
+    ``2 _FFT_KERNEL_HALF`` is convolved directly, several at once by one FFT.
     ``values``/``kinks`` ``[C, P]``, ``delta``/``chord_weight`` ``[C]``; returns ``[C, P]``.
     """
     n_points = values.shape[1]
@@ -269,10 +275,12 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
     kernel -= chord_weight[:, None] * np.exp(-0.5 * v * v) / (_SQRT_2PI * width)
     # Each table's kernel only as long as its own spacing needs.
     own = np.minimum(np.ceil(_TAIL * width[:, 0] / delta).astype(np.int64), half)
-    smoothed = values.copy()
-    for row, reach in enumerate(own):
-        smoothed[row] += np.convolve(kinks[row], kernel[row, half - reach : half + reach + 1])[reach : reach + n_points]
-    return smoothed
+    if values.shape[0] == 1 and half < _FFT_KERNEL_HALF:
+        return values + np.convolve(kinks[0], kernel[0])[None, half : half + n_points]
+    kernel[np.abs(np.arange(-half, half + 1))[None, :] > own[:, None]] = 0.0
+    # One FFT for all tables: its rounding, ~1e-16 sum_i |d_i| max |kernel| <= 1e-16 sigma,
+    # is far below the roots' tolerance.
+    return values + fftconvolve(kinks, kernel, axes=1)[:, half : half + n_points]
 
 
 class _HingeSum:
@@ -459,37 +467,53 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
     ``stride``-th point of the window (``stride delta <= sigma / 2``, so about 32
     points per table whatever its spacing) and filled in by quintic Hermite
     interpolation (:func:`_quintic_hermite`), within about ``1e-6 sigma`` of its
-    slope changes.
+    slope changes.  Tables evaluated at every point and interpolated ones are
+    handled apart, each group on windows as long as its own longest.
     """
     n_points = grid.shape[1]
     sigma = patch_terms.sigma
     reach = _TAIL * np.maximum(sigma, patch_terms.widths.max(axis=1, initial=0.0))
     half = np.ceil(reach / delta).astype(np.int64) + 1
-    low = np.maximum(patch.first_cell - half, 0)[:, None]
-    high = np.minimum(patch.first_cell + patch.exempt.size - 1 + half, n_points - 1)[:, None]
-    offset = np.arange(int((high - low).max()) + 1)[None, :]
-    stride = (sigma / (2.0 * delta)).astype(np.int64)[:, None]
+    low = np.maximum(patch.first_cell - half, 0)
+    high = np.minimum(patch.first_cell + patch.exempt.size - 1 + half, n_points - 1)
+    stride = (sigma / (2.0 * delta)).astype(np.int64)
     # On a short window the interpolation's overhead would not pay (and at stride 1 it is exact).
     stride = np.where(stride >= _MIN_STRIDE, stride, 1)
-    if np.all(stride == 1):
-        correction = patch_terms(grid[:, :1] + (low + offset) * delta[:, None], derivatives=0)[0]
-    else:
-        steps = -(-(high - low) // stride)
-        samples = grid[:, :1] + (low + np.arange(int(steps.max()) + 1)[None, :] * stride) * delta[:, None]
-        value, slope, curvature = patch_terms(samples, derivatives=2)
-        interval, t = np.divmod(offset, stride)
-        left = np.minimum(interval, steps)
-        right = np.minimum(left + 1, steps)
-        h = stride * delta[:, None]
-        basis = _hermite_basis_at(t / stride)
-        rows = np.arange(grid.shape[0])[:, None]
-        ends = [column[rows, end] for end in (left, right) for column in (value, slope, curvature)]
-        correction = (basis[0] * ends[0] + basis[1] * h * ends[1] + basis[2] * h * h * ends[2]
-                      + basis[3] * ends[3] + basis[4] * h * ends[4] + basis[5] * h * h * ends[5])
-    index = low + offset
-    inside = index <= high
-    rows = np.broadcast_to(np.arange(grid.shape[0])[:, None], index.shape)
-    smoothed[rows[inside], index[inside]] += correction[inside]
+    for group in (np.flatnonzero(stride == 1), np.flatnonzero(stride > 1)):
+        if not group.size:
+            continue
+        terms = patch_terms if group.size == grid.shape[0] else patch_terms.take(group)
+        g_low, g_high = low[group, None], high[group, None]
+        origin, g_delta, g_stride = grid[group, :1], delta[group, None], stride[group, None]
+        offset = np.arange(int((g_high - g_low).max()) + 1)[None, :]
+        if g_stride[0, 0] == 1:
+            correction = terms(origin + (g_low + offset) * g_delta, derivatives=0)[0]
+        else:
+            correction = _strided_patch_values(terms, origin, g_low, g_high, g_delta, g_stride, offset)
+        index = g_low + offset
+        inside = index <= g_high
+        rows = np.broadcast_to(group[:, None], index.shape)
+        smoothed[rows[inside], index[inside]] += correction[inside]
+
+
+def _strided_patch_values(terms: _HingeSum, origin, low, high, delta, stride, offset) -> np.ndarray:
+    """The patch's expectation at ``origin + (low + offset) delta``, interpolated from every ``stride``-th point.
+
+    ``origin``/``low``/``high``/``delta``/``stride`` ``[R, 1]``, ``offset`` ``[1, M]``;
+    returns ``[R, M]`` (valid up to ``high``).
+    """
+    steps = -(-(high - low) // stride)
+    samples = origin + (low + np.arange(int(steps.max()) + 1)[None, :] * stride) * delta
+    value, slope, curvature = terms(samples, derivatives=2)
+    interval, t = np.divmod(offset, stride)
+    left = np.minimum(interval, steps)
+    right = np.minimum(left + 1, steps)
+    h = stride * delta
+    basis = _hermite_basis_at(t / stride)
+    rows = np.arange(low.shape[0])[:, None]
+    ends = [column[rows, end] for end in (left, right) for column in (value, slope, curvature)]
+    return (basis[0] * ends[0] + basis[1] * h * ends[1] + basis[2] * h * h * ends[2]
+            + basis[3] * ends[3] + basis[4] * h * ends[4] + basis[5] * h * h * ends[5])
 
 
 class _ContinuationNearCells:
@@ -696,9 +720,9 @@ def root_schedule(
     coarsest, and a stage near the end of a long chain takes one as fine as its
     remaining span allows), keeps ``W`` exactly on a few cells above each root
     (:class:`_Patch`), corrects the grid's chords where ``W`` is smooth
-    (:func:`_chord_weight`), takes the expectation on the grid by a short direct
-    convolution (:func:`_smooth_on_grid`; the kernel is ``EI_sigma(z) - max(z, 0)``,
-    negligible beyond 8 sds, so no FFT is needed) and solves ``q_n(r_n) = 0`` off the
+    (:func:`_chord_weight`), takes the expectation on the grid by convolving the
+    interpolant's slope changes (:func:`_smooth_on_grid`; the kernel is
+    ``EI_sigma(z) - max(z, 0)``, negligible beyond 8 sds) and solves ``q_n(r_n) = 0`` off the
     grid by safeguarded Halley steps on the exact Gaussian expectation of that model
     (:class:`_ContinuationNearCells`): every stage's root is then within ``1e-6`` or
     1 % of its stage cost of the continuous dynamic program (tested against nested
