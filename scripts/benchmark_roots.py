@@ -5,8 +5,9 @@
 Prints the median time of one root table (N = 1534, B = 8, P = 1025), refined (the
 default) and on the plain grid (``refine=False``, the paper's numerics), of the 15
 MMLU model-price tables in one batched call (refined and plain) and as 15 separate
-calls, and the time
-per select/observe/recommend cycle of GittinsPolicy with K = 1500 arms.
+calls, and the time per select/observe/recommend cycle of GittinsPolicy with
+K = 1500 arms.  Refined and plain are timed in turn, so that their ratio, the
+median of the pair-by-pair ratios, holds while the machine's speed drifts.
 """
 
 from __future__ import annotations
@@ -21,34 +22,43 @@ from gittinseval import EvaluationProblem, GittinsPolicy, root_schedule
 from gittinseval.data import load_mmlu
 
 
+def seconds(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def median_seconds(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(seconds(function) for _ in range(repeats))
+
+
+def paired_medians(first, second, repeats: int) -> tuple[float, float, float]:
+    """Median times of ``first`` and ``second``, run in turn, and the median of their pair-by-pair ratios."""
+    pairs = [(seconds(first), seconds(second)) for _ in range(repeats)]
+    a, b = zip(*pairs, strict=True)
+    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5,
-        help="repetitions of each timing; the median is printed (default: %(default)s)"
+        help="repetitions of each timing (pairs, for refined against plain); medians are printed (default: %(default)s)"
     )
     args = parser.parse_args()
     benchmark = load_mmlu("professional_law")
     costs = 1e-4 * benchmark.prices[::100]  # the 15 model prices
 
-    one = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs[0]), args.repeats)
-    plain = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs[0], refine=False), args.repeats)
-    batched = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs), args.repeats)
-    batched_plain = median_seconds(lambda: root_schedule(1534, 8, 0.04, costs, refine=False), args.repeats)
+    one, plain, one_ratio = paired_medians(lambda: root_schedule(1534, 8, 0.04, costs[0]),
+                                           lambda: root_schedule(1534, 8, 0.04, costs[0], refine=False), args.repeats)
+    batched, batched_plain, batched_ratio = paired_medians(
+        lambda: root_schedule(1534, 8, 0.04, costs), lambda: root_schedule(1534, 8, 0.04, costs, refine=False),
+        args.repeats)
     separate = median_seconds(lambda: [root_schedule(1534, 8, 0.04, c) for c in costs], args.repeats)
     print(f"root table N=1534 B=8 P=1025 (H=192):    {1e3 * one:8.1f} ms")
-    print(f"  on the plain grid (refine=False):        {1e3 * plain:8.1f} ms  (refined / plain {one / plain:.2f})")
+    print(f"  on the plain grid (refine=False):        {1e3 * plain:8.1f} ms  (refined / plain {one_ratio:.2f})")
     print(f"{len(costs)} tables in one call:                {1e3 * batched:8.1f} ms")
     print(f"  on the plain grid (refine=False):        {1e3 * batched_plain:8.1f} ms  "
-          f"(refined / plain {batched / batched_plain:.2f})")
+          f"(refined / plain {batched_ratio:.2f})")
     print(f"{len(costs)} tables in separate calls:          {1e3 * separate:8.1f} ms  (ratio {separate / batched:.2f})")
 
     scores = benchmark.scores
