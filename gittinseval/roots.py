@@ -485,35 +485,34 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
         terms = patch_terms if group.size == grid.shape[0] else patch_terms.take(group)
         g_low, g_high = low[group, None], high[group, None]
         origin, g_delta, g_stride = grid[group, :1], delta[group, None], stride[group, None]
-        offset = np.arange(int((g_high - g_low).max()) + 1)[None, :]
         if g_stride[0, 0] == 1:
+            offset = np.arange(int((g_high - g_low).max()) + 1)[None, :]
             correction = terms(origin + (g_low + offset) * g_delta, derivatives=0)[0]
         else:
-            correction = _strided_patch_values(terms, origin, g_low, g_high, g_delta, g_stride, offset)
+            offset, correction = _strided_patch_values(terms, origin, g_low, g_high, g_delta, g_stride)
         index = g_low + offset
         inside = index <= g_high
         rows = np.broadcast_to(group[:, None], index.shape)
         smoothed[rows[inside], index[inside]] += correction[inside]
 
 
-def _strided_patch_values(terms: _HingeSum, origin, low, high, delta, stride, offset) -> np.ndarray:
+def _strided_patch_values(terms: _HingeSum, origin, low, high, delta, stride) -> tuple[np.ndarray, np.ndarray]:
     """The patch's expectation at ``origin + (low + offset) delta``, interpolated from every ``stride``-th point.
 
-    ``origin``/``low``/``high``/``delta``/``stride`` ``[R, 1]``, ``offset`` ``[1, M]``;
-    returns ``[R, M]`` (valid up to ``high``).
+    Each row's window is cut into intervals of its own ``stride`` points, laid out
+    ``[R, K, S]`` with ``S`` the largest stride (the stages' grids keep the rows'
+    strides close, so little of the layout is padding), and filled by one
+    :func:`_hermite_cells` product.  ``origin``/``low``/``high``/``delta``/``stride``
+    ``[R, 1]``; returns the offsets from ``low`` and the values, both ``[R, K S]``,
+    with the padding's offsets beyond ``high - low``.
     """
-    steps = -(-(high - low) // stride)
-    samples = origin + (low + np.arange(int(steps.max()) + 1)[None, :] * stride) * delta
-    value, slope, curvature = terms(samples, derivatives=2)
-    interval, t = np.divmod(offset, stride)
-    left = np.minimum(interval, steps)
-    right = np.minimum(left + 1, steps)
-    h = stride * delta
-    basis = _hermite_basis_at(t / stride)
-    rows = np.arange(low.shape[0])[:, None]
-    ends = [column[rows, end] for end in (left, right) for column in (value, slope, curvature)]
-    return (basis[0] * ends[0] + basis[1] * h * ends[1] + basis[2] * h * h * ends[2]
-            + basis[3] * ends[3] + basis[4] * h * ends[4] + basis[5] * h * h * ends[5])
+    intervals = int(((high - low) // stride).max()) + 1
+    interval = np.arange(intervals)[None, :, None]
+    samples = origin + (low + np.arange(intervals + 1)[None, :] * stride) * delta
+    within = np.arange(int(stride.max()))[None, None, :]
+    values = _hermite_cells(samples, *terms(samples, derivatives=2), _padded_bases(tuple(stride[:, 0].tolist())))
+    offset = np.where(within < stride[:, :, None], interval * stride[:, :, None] + within, np.iinfo(np.int64).max // 2)
+    return offset.reshape(offset.shape[0], -1), values.reshape(values.shape[0], -1)
 
 
 class _ContinuationNearCells:
@@ -872,17 +871,37 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
         if per_cell == 1:
             q_nodes = values[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
         exact = np.maximum(q_nodes, 0.0)
-        for row in np.flatnonzero(~fine) if per_cell > 1 else ():
+        coarse = np.flatnonzero(~fine) if per_cell > 1 else rows[:0]
+        if coarse.size:
             # W exact at the grid points and the root only, as the row alone would have it.
-            at = np.sort(np.append(grid[row, cell[row] + np.arange(_PATCH_CELLS + 1)], root[row]))
-            known = np.where(at == root[row], 0.0, np.interp(at, grid[row], values[row]))
-            exact[row] = np.interp(nodes[row], at, known)
+            patch_values = values[coarse[:, None], cell[coarse, None] + np.arange(_PATCH_CELLS + 1)]
+            exact[coarse] = _linear_through_root(nodes[coarse], patch_values, root[coarse], per_cell)
         all_points = np.concatenate([nodes, root[:, None]], axis=1)
         order = rows[:, None], np.argsort(all_points, axis=1, kind="stable")
         exact = np.concatenate([exact, zero[:, None]], axis=1)
         patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid, values, delta,
                                fine)
     return roots
+
+
+def _linear_through_root(nodes: np.ndarray, grid_values: np.ndarray, root: np.ndarray, per_cell: int) -> np.ndarray:
+    """The piecewise-linear interpolant through the patch's grid points and ``(root, 0)``, at the nodes.
+
+    ``nodes`` ``[R, K per_cell + 1]`` hold the patch's ``K + 1`` grid points every
+    ``per_cell``-th, with values ``grid_values`` ``[R, K + 1]``; a grid point at the
+    root takes the root's 0, and a root inside a cell splits it in two pieces.
+    Returns ``[R, K per_cell + 1]``.
+    """
+    cell = np.minimum(np.arange(nodes.shape[1]) // per_cell, grid_values.shape[1] - 2)
+    a, b = nodes[:, cell * per_cell], nodes[:, (cell + 1) * per_cell]
+    r = root[:, None]
+    w_a = np.where(a == r, 0.0, grid_values[:, cell])
+    w_b = np.where(b == r, 0.0, grid_values[:, cell + 1])
+    split = (a < r) & (r < b)
+    above, below = split & (nodes > r), split & (nodes <= r)
+    x_lo, w_lo = np.where(above, r, a), np.where(above, 0.0, w_a)
+    x_hi, w_hi = np.where(below, r, b), np.where(below, 0.0, w_b)
+    return w_lo + (nodes - x_lo) * (w_hi - w_lo) / (x_hi - x_lo)
 
 
 def _continuation_at_nodes(q: _ContinuationNearCells, nodes: np.ndarray, per_cell: int,
@@ -919,11 +938,21 @@ def _quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, cur
     ``H_4 = -4t^3 + 7t^4 - 3t^5``, ``H_5 = (t^3 - 2t^4 + t^5) / 2``.
     ``ends`` and the three ``[R, K + 1]``; returns ``[R, K per_cell + 1]``.
     """
+    inner = _hermite_cells(ends, value, slope, curvature, _hermite_basis(per_cell))  # [R, K, per_cell]
+    return np.concatenate([inner.reshape(inner.shape[0], -1), value[:, -1:]], axis=1)
+
+
+def _hermite_cells(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvature: np.ndarray,
+                   basis: np.ndarray) -> np.ndarray:
+    """The quintic Hermite interpolant of :func:`_quintic_hermite` on every interval, at the basis's points.
+
+    ``ends`` and the three ``[R, K + 1]``; ``basis`` ``[6, S]`` (or ``[R, 6, S]``, one
+    per row): ``H_0 .. H_5`` at ``S`` fractions of an interval.  Returns ``[R, K, S]``.
+    """
     h = _differences(ends)
     coefficients = np.stack([value[:, :-1], h * slope[:, :-1], h * h * curvature[:, :-1],
                              value[:, 1:], h * slope[:, 1:], h * h * curvature[:, 1:]], axis=-1)
-    inner = np.matmul(coefficients, _hermite_basis(per_cell))  # [R, K, per_cell]
-    return np.concatenate([inner.reshape(inner.shape[0], -1), value[:, -1:]], axis=1)
+    return np.matmul(coefficients, basis)
 
 
 @functools.cache
@@ -932,6 +961,18 @@ def _hermite_basis(per_cell: int) -> np.ndarray:
     basis = _hermite_basis_at(np.arange(per_cell) / per_cell)
     basis.setflags(write=False)
     return basis
+
+
+@functools.lru_cache(maxsize=256)
+def _padded_bases(strides: tuple[int, ...]) -> np.ndarray:
+    """``[R, 6, S]``: row ``r`` holds :func:`_hermite_basis` of ``strides[r]``, padded to ``S = max(strides)``.
+
+    Cached (at most 256, a few MB): a chain's stages repeat the same strides many times.
+    """
+    stride = np.array(strides)[:, None]
+    bases = _hermite_basis_at(np.arange(stride.max())[None, :] / stride).transpose(1, 0, 2)
+    bases.setflags(write=False)
+    return bases
 
 
 def _hermite_basis_at(t: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from gittinseval.roots import (
     _full_information_bounds,
     _full_information_lower_bound,
     _interpolant_kinks,
+    _linear_through_root,
     _normal_cdf,
     _quintic_hermite,
     _smooth_on_grid,
@@ -391,7 +392,8 @@ def test_quintic_hermite_reproduces_quintics():
 
 @pytest.mark.parametrize(
     "n_examples, batch_size, prior_var, cost",
-    [(120, 2, 0.04, 1e-4), (500, 1, 0.005, 1e-4), (1534, 8, 0.04, 1e-4)],
+    [(120, 2, 0.04, 1e-4), (500, 1, 0.005, 1e-4), (1534, 8, 0.04, 1e-4),
+     (1534, 8, 0.04, np.array([3e-6, 1e-4, 5e-4]))],  # tables of different strides in one call
 )
 def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_examples, batch_size, prior_var, cost):
     # The patch's expectation on the grid and q at the patch nodes are interpolated
@@ -401,8 +403,29 @@ def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_exam
     monkeypatch.setattr(roots_module, "_continuation_at_nodes",
                         lambda q, nodes, per_cell, tables: q(nodes, derivatives=0)[0])
     direct = root_schedule(n_examples, batch_size, prior_var, cost)
-    stage_costs = cost * EmpiricalTargetChain(n_examples, batch_size, prior_var).batch_sizes
-    assert np.abs(interpolated - direct).max() < 1e-6 * stage_costs.min()
+    stage_costs = np.atleast_1d(cost)[:, None] * EmpiricalTargetChain(n_examples, batch_size, prior_var).batch_sizes
+    assert np.all(np.abs(np.atleast_2d(interpolated - direct)) < 1e-6 * stage_costs.min(axis=1, keepdims=True))
+
+
+def test_linear_through_root_is_the_interpolant_of_the_grid_points_and_the_root():
+    rng = np.random.default_rng(5)
+    per_cell, n_cells = 4, 5
+    nodes = np.sort(rng.uniform(-1.0, 1.0, size=(1, 1)) + 0.1 * np.arange(n_cells * per_cell + 1), axis=1)
+    nodes = np.repeat(nodes, 5, axis=0)
+    grid = nodes[:, ::per_cell]
+    values = rng.uniform(0.0, 1.0, size=grid.shape)
+    roots = np.array([
+        0.5 * (nodes[0, 5] + nodes[0, 6]),  # inside a node cell
+        nodes[0, 9],                        # on a fine node
+        grid[0, 2],                         # on a grid point
+        grid[0, 0] - 0.3,                   # below the patch
+        grid[0, -1],                        # at its top
+    ])
+    ours = _linear_through_root(nodes, values, roots, per_cell)
+    for row, root in enumerate(roots):
+        at = np.sort(np.append(grid[row], root))
+        known = np.where(at == root, 0.0, np.interp(at, grid[row], values[row]))
+        np.testing.assert_allclose(ours[row], np.interp(nodes[row], at, known), rtol=0, atol=1e-15)
 
 
 def test_full_information_bounds_match_the_scalar_solver():
