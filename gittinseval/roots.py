@@ -445,16 +445,19 @@ def _differences(rows: np.ndarray) -> np.ndarray:
     return rows[:, 1:] - rows[:, :-1]
 
 
-def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarray,
-            n_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Grid indices within ``reach`` of cells ``first_cell .. first_cell + n_cells - 1``.
+def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarray, n_points: int,
+            floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grid indices within ``reach`` of cells ``first_cell .. first_cell + n_cells - 1``, from ``floor`` up.
 
-    Returns ``[C, M]`` indices clamped to the grid and the mask of those on it.
+    Returns ``[C, M]`` indices clamped to the grid and the mask of those on it
+    (rows shorter than the longest are padded with masked points).
     """
     half = min(n_points, math.ceil(reach / float(delta.min())) + 1)
-    index = first_cell[:, None] + np.arange(-half, half + n_cells + 1)[None, :]
-    on_grid = (index >= 0) & (index < n_points)
-    return np.minimum(np.maximum(index, 0), n_points - 1), on_grid
+    stop = np.minimum(first_cell + n_cells + half, n_points - 1)
+    start = np.minimum(np.maximum(first_cell - half, floor), stop)
+    index = start[:, None] + np.arange(int((stop - start).max()) + 1)[None, :]
+    on_grid = index <= stop[:, None]
+    return np.minimum(index, n_points - 1), on_grid
 
 
 def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, delta) -> None:
@@ -535,7 +538,8 @@ class _ContinuationNearCells:
         self._inputs = values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells
         rows = np.arange(grid.shape[0])[:, None]
         reach = _TAIL * float(_curvature_width(sigma, delta).max())
-        index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1])
+        # W = max(q, 0) vanishes below the last stage's root: no kinks there to sum.
+        index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1], np.argmax(kinks != 0, axis=1))
         window_kinks = np.where(on_grid, kinks[rows, index], 0.0)
         points = grid[rows, index]
         lowest = index[:, 0]

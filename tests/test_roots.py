@@ -13,10 +13,13 @@ from scipy.stats import norm
 
 import gittinseval.roots as roots_module
 from gittinseval.roots import (
+    _TAIL,
     EmpiricalTargetChain,
     _chord_weight,
+    _ContinuationNearCells,
     _full_information_bounds,
     _full_information_lower_bound,
+    _HingeSum,
     _interpolant_kinks,
     _linear_through_root,
     _normal_cdf,
@@ -405,6 +408,25 @@ def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_exam
     direct = root_schedule(n_examples, batch_size, prior_var, cost)
     stage_costs = np.atleast_1d(cost)[:, None] * EmpiricalTargetChain(n_examples, batch_size, prior_var).batch_sizes
     assert np.all(np.abs(np.atleast_2d(interpolated - direct)) < 1e-6 * stage_costs.min(axis=1, keepdims=True))
+
+
+def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_point():
+    # W = max(q, 0) has no kinks below the last root, so the window of kinks starts at
+    # the first non-zero one, well above the 8 sds below the cells it would otherwise take.
+    n_points, delta, sigma, chord, cost = 400, 0.01, 0.03, 2e-5, 0.004
+    grid = -1.0 + delta * np.arange(n_points)[None, :]
+    values = np.maximum(grid + 0.195, 0.0) ** 1.5  # its zero inside a cell
+    kinks = _interpolant_kinks(values, np.array([delta]))
+    first_kink = int(np.argmax(kinks[0] != 0))
+    first_cell = np.array([first_kink + 3])
+    assert first_kink > 0 and first_cell[0] - _TAIL * sigma / delta < first_kink  # the trimming is active
+    empty = np.zeros((1, 0))
+    q = _ContinuationNearCells(values, kinks, grid, np.array([delta]), sigma, np.array([cost]), np.array([chord]),
+                               _HingeSum(empty, empty, empty, sigma, empty), first_cell, 5)
+    x = grid[0, first_cell[0]] + delta * np.linspace(0.0, 5.0, 23)
+    expected = [values[0, 0] - cost + np.sum(kinks[0] * (ei(z, sigma) - chord * norm.pdf(z, scale=sigma)))
+                for z in x[:, None] - grid]
+    np.testing.assert_allclose(q(x[None, :], derivatives=0)[0][0], expected, rtol=0, atol=1e-14)
 
 
 def test_linear_through_root_is_the_interpolant_of_the_grid_points_and_the_root():
