@@ -308,8 +308,13 @@ class _HingeSum:
         )
 
     def take(self, rows: np.ndarray) -> _HingeSum:
-        """The sums of the given rows (``[R]`` indices, repeats allowed)."""
-        return _HingeSum(self.points[rows], self.hinge[rows], self.density[rows], self.sigma, self.widths[rows])
+        """The sums of the given rows (``[R]`` indices, repeats allowed), without terms zero in all of them."""
+        hinge, density = self.hinge[rows], self.density[rows]
+        live = ((hinge != 0) | (density != 0)).any(axis=0)
+        if live.all():
+            return _HingeSum(self.points[rows], hinge, density, self.sigma, self.widths[rows])
+        return _HingeSum(self.points[rows][:, live], hinge[:, live], density[:, live], self.sigma,
+                         self.widths[rows][:, live])
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[F, F', ...]`` up to the ``derivatives``-th (at most 3) at ``x`` (``[C, X]``).
@@ -407,6 +412,15 @@ class _Patch:
         curvature = np.concatenate([zero, _differences(_slopes(points, exact)), zero], axis=1)
         curvature[points == root[:, None]] = 0.0
         return cls(first_cell, exempt, fine, points, kinks, curvature)
+
+    def with_rows(self, rows: np.ndarray, other: _Patch) -> _Patch:
+        """This patch with ``rows`` replaced by ``other``'s (fewer nodes, padded with terms of weight 0)."""
+        pad = self.points.shape[1] - other.points.shape[1]
+        points, kinks, curvature = self.points.copy(), self.kinks.copy(), self.curvature.copy()
+        points[rows] = np.concatenate([other.points, np.repeat(other.points[:, -1:], pad, axis=1)], axis=1)
+        kinks[rows] = np.pad(other.kinks, ((0, 0), (0, pad)))
+        curvature[rows] = np.pad(other.curvature, ((0, 0), (0, pad)))
+        return _Patch(self.first_cell, self.exempt, self.fine, points, kinks, curvature)
 
     @property
     def grid_index(self) -> np.ndarray:
@@ -872,40 +886,26 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
             nodes = grid[rows, cell][:, None] + delta[:, None] * fractions
             if per_cell > 1:
                 q_nodes = _continuation_at_nodes(q, nodes, per_cell, fine)
+        grid_nodes = rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)
         if per_cell == 1:
-            q_nodes = values[rows[:, None], cell[:, None] + np.arange(_PATCH_CELLS + 1)]
-        exact = np.maximum(q_nodes, 0.0)
+            q_nodes = values[grid_nodes]
+        patch = _patch_with_root(nodes, np.maximum(q_nodes, 0.0), root, cell, grid, values, delta, fine)
         coarse = np.flatnonzero(~fine) if per_cell > 1 else rows[:0]
         if coarse.size:
-            # W exact at the grid points and the root only, as the row alone would have it.
-            patch_values = values[coarse[:, None], cell[coarse, None] + np.arange(_PATCH_CELLS + 1)]
-            exact[coarse] = _linear_through_root(nodes[coarse], patch_values, root[coarse], per_cell)
-        all_points = np.concatenate([nodes, root[:, None]], axis=1)
-        order = rows[:, None], np.argsort(all_points, axis=1, kind="stable")
-        exact = np.concatenate([exact, zero[:, None]], axis=1)
-        patch = _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid, values, delta,
-                               fine)
+            # W exact at the grid points and the root only, as the row alone would have it; its
+            # terms at the other nodes are exactly 0, and dropped where no row of a sum needs them.
+            alone = _patch_with_root(grid[grid_nodes][coarse], values[grid_nodes][coarse], root[coarse], cell[coarse],
+                                     grid[coarse], values[coarse], delta[coarse], fine[coarse])
+            patch = patch.with_rows(coarse, alone)
     return roots
 
 
-def _linear_through_root(nodes: np.ndarray, grid_values: np.ndarray, root: np.ndarray, per_cell: int) -> np.ndarray:
-    """The piecewise-linear interpolant through the patch's grid points and ``(root, 0)``, at the nodes.
-
-    ``nodes`` ``[R, K per_cell + 1]`` hold the patch's ``K + 1`` grid points every
-    ``per_cell``-th, with values ``grid_values`` ``[R, K + 1]``; a grid point at the
-    root takes the root's 0, and a root inside a cell splits it in two pieces.
-    Returns ``[R, K per_cell + 1]``.
-    """
-    cell = np.minimum(np.arange(nodes.shape[1]) // per_cell, grid_values.shape[1] - 2)
-    a, b = nodes[:, cell * per_cell], nodes[:, (cell + 1) * per_cell]
-    r = root[:, None]
-    w_a = np.where(a == r, 0.0, grid_values[:, cell])
-    w_b = np.where(b == r, 0.0, grid_values[:, cell + 1])
-    split = (a < r) & (r < b)
-    above, below = split & (nodes > r), split & (nodes <= r)
-    x_lo, w_lo = np.where(above, r, a), np.where(above, 0.0, w_a)
-    x_hi, w_hi = np.where(below, r, b), np.where(below, 0.0, w_b)
-    return w_lo + (nodes - x_lo) * (w_hi - w_lo) / (x_hi - x_lo)
+def _patch_with_root(nodes, exact, root, cell, grid, values, delta, fine) -> _Patch:
+    """The patch through ``W = exact`` at the nodes (``[C, M]``, ascending) and ``W = 0`` at the root."""
+    all_points = np.concatenate([nodes, root[:, None]], axis=1)
+    order = np.arange(nodes.shape[0])[:, None], np.argsort(all_points, axis=1, kind="stable")
+    exact = np.concatenate([exact, np.zeros((nodes.shape[0], 1))], axis=1)
+    return _Patch.through(all_points[order], exact[order], root, cell, _PATCH_EXEMPT, grid, values, delta, fine)
 
 
 def _continuation_at_nodes(q: _ContinuationNearCells, nodes: np.ndarray, per_cell: int,

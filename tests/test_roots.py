@@ -21,7 +21,6 @@ from gittinseval.roots import (
     _full_information_lower_bound,
     _HingeSum,
     _interpolant_kinks,
-    _linear_through_root,
     _normal_cdf,
     _quintic_hermite,
     _smooth_on_grid,
@@ -245,13 +244,21 @@ def test_index_is_translation_invariant_and_equals_state_minus_root():
         assert index - s_grid[position] == pytest.approx(-root, abs=3e-4)
 
 
-def test_roots_grow_with_cost_and_batching_matches_single_calls():
-    costs = np.array([1e-6, 1e-5, 1e-4, 1e-3, 1e-2])
-    table = root_schedule(200, 8, 0.04, costs)
-    assert table.shape == (5, 25)
+@pytest.mark.parametrize(
+    "n_examples, costs",
+    [(200, np.array([1e-6, 1e-5, 1e-4, 1e-3, 1e-2])), (1534, np.array([3e-6, 1e-5, 3e-5, 1e-4, 5e-4]))],
+)
+def test_roots_grow_with_cost_and_batching_matches_single_calls(n_examples, costs):
+    # A table comes out the same alone or in a batch, to rounding (about 2e-11 of its stage
+    # costs): a batch's tables differ in their patch nodes, and rounding kinks at nodes a
+    # table does not need moved its roots by up to 4e-9 of them.
+    chain = EmpiricalTargetChain(n_examples, 8, 0.04)
+    table = root_schedule(n_examples, 8, 0.04, costs)
+    assert table.shape == (costs.size, chain.horizon)
     assert np.all(np.diff(table, axis=0) > 0)
     for row, cost in zip(table, costs, strict=True):
-        np.testing.assert_allclose(row, root_schedule(200, 8, 0.04, cost), rtol=0, atol=1e-12)
+        alone = root_schedule(n_examples, 8, 0.04, cost)
+        assert np.all(np.abs(row - alone) <= 2e-10 * cost * chain.batch_sizes), np.abs(row - alone).max()
 
 
 def test_roots_are_finite_for_large_horizons():
@@ -427,27 +434,6 @@ def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_po
     expected = [values[0, 0] - cost + np.sum(kinks[0] * (ei(z, sigma) - chord * norm.pdf(z, scale=sigma)))
                 for z in x[:, None] - grid]
     np.testing.assert_allclose(q(x[None, :], derivatives=0)[0][0], expected, rtol=0, atol=1e-14)
-
-
-def test_linear_through_root_is_the_interpolant_of_the_grid_points_and_the_root():
-    rng = np.random.default_rng(5)
-    per_cell, n_cells = 4, 5
-    nodes = np.sort(rng.uniform(-1.0, 1.0, size=(1, 1)) + 0.1 * np.arange(n_cells * per_cell + 1), axis=1)
-    nodes = np.repeat(nodes, 5, axis=0)
-    grid = nodes[:, ::per_cell]
-    values = rng.uniform(0.0, 1.0, size=grid.shape)
-    roots = np.array([
-        0.5 * (nodes[0, 5] + nodes[0, 6]),  # inside a node cell
-        nodes[0, 9],                        # on a fine node
-        grid[0, 2],                         # on a grid point
-        grid[0, 0] - 0.3,                   # below the patch
-        grid[0, -1],                        # at its top
-    ])
-    ours = _linear_through_root(nodes, values, roots, per_cell)
-    for row, root in enumerate(roots):
-        at = np.sort(np.append(grid[row], root))
-        known = np.where(at == root, 0.0, np.interp(at, grid[row], values[row]))
-        np.testing.assert_allclose(ours[row], np.interp(nodes[row], at, known), rtol=0, atol=1e-15)
 
 
 def test_full_information_bounds_match_the_scalar_solver():
