@@ -942,7 +942,7 @@ def _quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, cur
     ``H_4 = -4t^3 + 7t^4 - 3t^5``, ``H_5 = (t^3 - 2t^4 + t^5) / 2``.
     ``ends`` and the three ``[R, K + 1]``; returns ``[R, K per_cell + 1]``.
     """
-    inner = _hermite_cells(ends, value, slope, curvature, _hermite_basis(per_cell))  # [R, K, per_cell]
+    inner = _hermite_cells(ends, value, slope, curvature, _padded_bases((per_cell,)))  # [R, K, per_cell]
     return np.concatenate([inner.reshape(inner.shape[0], -1), value[:, -1:]], axis=1)
 
 
@@ -951,7 +951,7 @@ def _hermite_cells(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curva
     """The quintic Hermite interpolant of :func:`_quintic_hermite` on every interval, at the basis's points.
 
     ``ends`` and the three ``[R, K + 1]``; ``basis`` ``[6, S]`` (or ``[R, 6, S]``, one
-    per row): ``H_0 .. H_5`` at ``S`` fractions of an interval.  Returns ``[R, K, S]``.
+    per row, as from :func:`_padded_bases`): ``H_0 .. H_5`` at ``S`` fractions of an interval.  Returns ``[R, K, S]``.
     """
     h = _differences(ends)
     coefficients = np.stack([value[:, :-1], h * slope[:, :-1], h * h * curvature[:, :-1],
@@ -959,17 +959,10 @@ def _hermite_cells(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curva
     return np.matmul(coefficients, basis)
 
 
-@functools.cache
-def _hermite_basis(per_cell: int) -> np.ndarray:
-    """``[6, per_cell]``: ``H_0 .. H_5`` of :func:`_quintic_hermite` at ``t = 0, 1 / per_cell, ...``."""
-    basis = _hermite_basis_at(np.arange(per_cell) / per_cell)
-    basis.setflags(write=False)
-    return basis
-
-
 @functools.lru_cache(maxsize=256)
 def _padded_bases(strides: tuple[int, ...]) -> np.ndarray:
-    """``[R, 6, S]``: row ``r`` holds :func:`_hermite_basis` of ``strides[r]``, padded to ``S = max(strides)``.
+    """``[R, 6, S]``: row ``r`` holds ``H_0 .. H_5`` of :func:`_quintic_hermite` at ``t = 0, 1 / s, ..., (s - 1) / s``
+    for ``s = strides[r]``, padded to ``S = max(strides)``.
 
     Cached (at most 256, a few MB): a chain's stages repeat the same strides many times.
     """
