@@ -415,11 +415,11 @@ class _Patch:
 
     def with_rows(self, rows: np.ndarray, other: _Patch) -> _Patch:
         """This patch with ``rows`` replaced by ``other``'s (fewer nodes, padded with terms of weight 0)."""
-        pad = self.points.shape[1] - other.points.shape[1]
+        n_nodes = other.points.shape[1]
         points, kinks, curvature = self.points.copy(), self.kinks.copy(), self.curvature.copy()
-        points[rows] = np.concatenate([other.points, np.repeat(other.points[:, -1:], pad, axis=1)], axis=1)
-        kinks[rows] = np.pad(other.kinks, ((0, 0), (0, pad)))
-        curvature[rows] = np.pad(other.curvature, ((0, 0), (0, pad)))
+        points[rows, :n_nodes], points[rows, n_nodes:] = other.points, other.points[:, -1:]
+        kinks[rows, :n_nodes], kinks[rows, n_nodes:] = other.kinks, 0.0
+        curvature[rows, :n_nodes], curvature[rows, n_nodes:] = other.curvature, 0.0
         return _Patch(self.first_cell, self.exempt, self.fine, points, kinks, curvature)
 
     @property
