@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.fft import next_fast_len
 from scipy.optimize import brentq
-from scipy.signal import fftconvolve
 from scipy.special import ndtr
 from scipy.stats import norm
 
@@ -273,14 +273,25 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
     v = distance / width
     kernel = sigma * sigma * np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma) - distance * _normal_cdf(-u)
     kernel -= chord_weight[:, None] * np.exp(-0.5 * v * v) / (_SQRT_2PI * width)
+    # W = max(q, 0) has no kinks below the last stage's root, often a third of the
+    # grid or more: the convolution starts at the first table's first kink.
+    first = int(np.argmax((kinks != 0).any(axis=0)))
+    start = max(first - half, 0)
+    valid = slice(start - first + half, n_points - first + half)
+    smoothed = values.copy()
+    if values.shape[0] == 1 and half < _FFT_KERNEL_HALF:
+        smoothed[0, start:] += np.convolve(kinks[0, first:], kernel[0])[valid]
+        return smoothed
     # Each table's kernel only as long as its own spacing needs.
     own = np.minimum(np.ceil(_TAIL * width[:, 0] / delta).astype(np.int64), half)
-    if values.shape[0] == 1 and half < _FFT_KERNEL_HALF:
-        return values + np.convolve(kinks[0], kernel[0])[None, half : half + n_points]
     kernel[np.abs(np.arange(-half, half + 1))[None, :] > own[:, None]] = 0.0
-    # One FFT for all tables: its rounding, ~1e-16 sum_i |d_i| max |kernel| <= 1e-16 sigma,
-    # is far below the roots' tolerance.
-    return values + fftconvolve(kinks, kernel, axes=1)[:, half : half + n_points]
+    # One FFT for all tables (torch's, which, like the plain grid's, runs on every core): its
+    # rounding, ~1e-16 sum_i |d_i| max |kernel| <= 1e-16 sigma, is far below the roots' tolerance.
+    length = next_fast_len(n_points - first + 2 * half, real=True)
+    spectrum = torch.fft.rfft(torch.from_numpy(kinks[:, first:]), n=length)
+    spectrum *= torch.fft.rfft(torch.from_numpy(kernel), n=length)
+    smoothed[:, start:] += torch.fft.irfft(spectrum, n=length).numpy()[:, valid]
+    return smoothed
 
 
 class _HingeSum:
