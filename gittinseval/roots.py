@@ -180,7 +180,7 @@ _ROOT_ITERATIONS = 12
 """Halley steps per root at most; one from the bracketing nodes usually meets the tolerance."""
 _FINEST_LEVEL = 40
 """At most ``2^40`` times finer than the whole chain's grid (see :class:`_StageGrids`)."""
-_MIN_STRIDE = 4
+_MIN_STRIDE = 3
 """The patch's expectation is interpolated only between samples this many cells apart or more."""
 _FFT_KERNEL_HALF = 512
 """A single table's grid expectation is a direct convolution below this kernel half-length, else an FFT."""
