@@ -332,7 +332,8 @@ class _HingeSum:
 
         With ``u = z / sigma``: ``EI_sigma(z) = sigma (u Phi(u) + phi(u))``,
         ``EI_sigma' = Phi(u)``, ``EI_sigma'' = phi_sigma`` and, with ``v = z / s``,
-        ``phi_s^(k)(z) = (-1)^k He_k(v) phi_s(z) / s^k`` (Hermite ``He_k``).
+        ``phi_s^(k)(z) = (-1)^k He_k(v) phi_s(z) / s^k`` (Hermite ``He_k``).  Sums whose
+        widths are all ``sigma`` take :meth:`_sums_of_one_width`.
         """
         sigma = self.sigma
         z = x[:, :, None] - self.points[:, None, :]
@@ -341,12 +342,11 @@ class _HingeSum:
         gaussian = np.square(u)
         gaussian *= -0.5
         np.exp(gaussian, out=gaussian)  # sqrt(2 pi) sigma phi_sigma(z)
+        if self.uniform:
+            return self._sums_of_one_width(z, u, cdf, gaussian, derivatives)
         h, widths = self.hinge[:, :, None], self.widths[:, None, :]
-        if self.uniform:  # s = sigma: reuse the hinge kernel
-            v, density = u, gaussian / (_SQRT_2PI * sigma)
-        else:
-            v = z / widths
-            density = np.exp(-0.5 * v * v) / (_SQRT_2PI * widths)  # phi_s(z)
+        v = z / widths
+        density = np.exp(-0.5 * v * v) / (_SQRT_2PI * widths)  # phi_s(z)
         g = self.density[:, :, None]
         terms = [sigma * np.matmul(u * cdf, h) + np.matmul(gaussian, h) * (sigma / _SQRT_2PI)
                  - np.matmul(density, g)]
@@ -360,6 +360,32 @@ class _HingeSum:
         if derivatives >= 3:
             terms.append(-np.matmul(u * hinge_density, h) / sigma + np.matmul((v2 - 3.0) * v_density / widths**2, g))
         return [term[:, :, 0] for term in terms]
+
+    def _sums_of_one_width(self, z, u, cdf, gaussian, derivatives: int) -> list[np.ndarray]:
+        """:meth:`__call__` where every ``s_j = sigma``: ``phi_s = A / (sqrt(2 pi) sigma)``, ``A = exp(-u^2 / 2)``.
+
+        With ``g'_j = g_j / (sqrt(2 pi) sigma)`` and ``.`` the sum over the terms:
+        ``F = (z Phi(u)) . h + A . (sigma h / sqrt(2 pi) - g')``,
+        ``dF/dx = Phi(u) . h + (u A) . g' / sigma``,
+        ``d2F/dx2 = A . (h / (sqrt(2 pi) sigma) + g' / sigma^2) - (u^2 A) . g' / sigma^2`` and
+        ``d3F/dx3 = (u A) . (-h / (sqrt(2 pi) sigma^2) - 3 g' / sigma^3) + (u^3 A) . g' / sigma^3``:
+        the per-term factors go into the ``[C, M]`` weights, so fewer ``[C, X, M]`` arrays are formed.
+        """
+        sigma, h = self.sigma, self.hinge[:, :, None]
+        g = self.density[:, :, None] / (_SQRT_2PI * sigma)
+        sums = [np.matmul(z * cdf, h) + np.matmul(gaussian, sigma / _SQRT_2PI * h - g)]
+        if derivatives >= 1:
+            u_gaussian = u * gaussian
+            sums.append(np.matmul(cdf, h) + np.matmul(u_gaussian, g / sigma))
+        if derivatives >= 2:
+            curvature = g / sigma**2
+            u2_gaussian = u * u_gaussian
+            sums.append(np.matmul(gaussian, h / (_SQRT_2PI * sigma) + curvature) - np.matmul(u2_gaussian, curvature))
+        if derivatives >= 3:
+            third = g / sigma**3
+            sums.append(np.matmul(u_gaussian, -h / (_SQRT_2PI * sigma**2) - 3.0 * third)
+                        + np.matmul(u * u2_gaussian, third))
+        return [term[:, :, 0] for term in sums]
 
 
 def _curvature_width(sigma: float, spacing: np.ndarray) -> np.ndarray:

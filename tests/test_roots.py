@@ -420,6 +420,39 @@ def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_exam
     assert np.all(np.abs(np.atleast_2d(interpolated - direct)) < 1e-6 * stage_costs.min(axis=1, keepdims=True))
 
 
+@pytest.mark.parametrize("one_width", [True, False])
+def test_hinge_sum_and_its_derivatives_match_scipy(one_width):
+    # F = sum_j h_j EI_sigma(x - p_j) - g_j phi_{s_j}(x - p_j); the derivatives from
+    # norm.pdf's closed forms in z, and the first also by central differences of F.
+    rng = np.random.default_rng(7)
+    sigma, shape = 0.3, (3, 9)
+    points, hinge, density = rng.normal(size=shape), rng.normal(size=shape), rng.normal(size=shape)
+    widths = np.full(shape, sigma) if one_width else rng.choice([sigma, 0.45, 0.8], size=shape)
+    sums = _HingeSum(points, hinge, density, sigma, widths)
+    assert sums.uniform == one_width
+    x = rng.normal(size=(3, 5))
+    z, h, g, s = x[:, :, None] - points[:, None, :], hinge[:, None, :], density[:, None, :], widths[:, None, :]
+    phi_sigma, phi_s = norm.pdf(z, scale=sigma), norm.pdf(z, scale=s)
+
+    def value(at):
+        shifted = at[:, :, None] - points[:, None, :]
+        return (h * ei(shifted, sigma)).sum(-1) - (g * norm.pdf(shifted, scale=s)).sum(-1)
+
+    expected = [
+        value(x),
+        (h * norm.cdf(z / sigma)).sum(-1) + (g * z / s**2 * phi_s).sum(-1),
+        (h * phi_sigma).sum(-1) - (g * (z**2 / s**4 - 1 / s**2) * phi_s).sum(-1),
+        -(h * z / sigma**2 * phi_sigma).sum(-1) - (g * (3 * z / s**4 - z**3 / s**6) * phi_s).sum(-1),
+    ]
+    ours = sums(x, derivatives=3)
+    for order, (mine, theirs) in enumerate(zip(ours, expected, strict=True)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12, err_msg=f"derivative {order}")
+    step = 1e-5
+    np.testing.assert_allclose(ours[1], (value(x + step) - value(x - step)) / (2 * step), rtol=0, atol=1e-8)
+    for order in range(3):
+        np.testing.assert_array_equal(sums(x, derivatives=order)[order], ours[order])
+
+
 def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_point():
     # W = max(q, 0) has no kinks below the last root, so the window of kinks starts at
     # the first non-zero one, well above the 8 sds below the cells it would otherwise take.
