@@ -546,8 +546,9 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
             offset, correction = _strided_patch_values(terms, origin, g_low, g_high, g_delta, g_stride)
         index = g_low + offset
         inside = index <= g_high
-        rows = np.broadcast_to(group[:, None], index.shape)
-        smoothed[rows[inside], index[inside]] += correction[inside]
+        # Flat indices into the C-contiguous grid values: a 2-D index with broadcast rows costs twice as much.
+        flat = smoothed.reshape(-1)
+        flat[(group[:, None] * n_points + index)[inside]] += correction[inside]
 
 
 def _strided_patch_values(terms: _HingeSum, origin, low, high, delta, stride) -> tuple[np.ndarray, np.ndarray]:
