@@ -562,12 +562,24 @@ def _strided_patch_values(terms: _HingeSum, origin, low, high, delta, stride) ->
     with the padding's offsets beyond ``high - low``.
     """
     intervals = int(((high - low) // stride).max()) + 1
-    interval = np.arange(intervals)[None, :, None]
     samples = origin + (low + np.arange(intervals + 1)[None, :] * stride) * delta
-    within = np.arange(int(stride.max()))[None, None, :]
-    values = _hermite_cells(samples, *terms(samples, derivatives=2), _padded_bases(tuple(stride[:, 0].tolist())))
-    offset = np.where(within < stride[:, :, None], interval * stride[:, :, None] + within, np.iinfo(np.int64).max // 2)
-    return offset.reshape(offset.shape[0], -1), values.reshape(values.shape[0], -1)
+    strides = tuple(stride[:, 0].tolist())
+    values = _hermite_cells(samples, *terms(samples, derivatives=2), _padded_bases(strides))
+    return _strided_offsets(strides, intervals), values.reshape(values.shape[0], -1)
+
+
+@functools.lru_cache(maxsize=256)
+def _strided_offsets(strides: tuple[int, ...], intervals: int) -> np.ndarray:
+    """``[R, K S]`` offsets of the layout of :func:`_strided_patch_values`: ``k s_r + j`` for ``j < s_r``, the
+    padding (``s_r <= j < S``) at a sentinel beyond every window.  Cached like :func:`_padded_bases`.
+    """
+    stride = np.array(strides)[:, None, None]
+    interval = np.arange(intervals)[None, :, None]
+    within = np.arange(stride.max())[None, None, :]
+    offsets = np.where(within < stride, interval * stride + within, np.iinfo(np.int64).max // 2)
+    offsets = offsets.reshape(len(strides), -1)
+    offsets.setflags(write=False)
+    return offsets
 
 
 class _ContinuationNearCells:
