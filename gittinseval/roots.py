@@ -246,6 +246,11 @@ def _interpolant_kinks(values: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return _differences(slopes)
 
 
+def _first_kinks(kinks: np.ndarray) -> np.ndarray:
+    """``[C]`` index of each row's first non-zero kink: ``W = max(q, 0)`` has none below the last stage's root."""
+    return np.argmax(kinks != 0, axis=1)
+
+
 def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, sigma: float,
                     chord_weight: np.ndarray) -> np.ndarray:
     """Chord-corrected Gaussian expectation of the grid interpolant at the grid points.
@@ -273,9 +278,8 @@ def _smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, si
     v = distance / width
     kernel = sigma * sigma * np.exp(-0.5 * u * u) / (_SQRT_2PI * sigma) - distance * _normal_cdf(-u)
     kernel -= chord_weight[:, None] * np.exp(-0.5 * v * v) / (_SQRT_2PI * width)
-    # W = max(q, 0) has no kinks below the last stage's root, often a third of the
-    # grid or more: the convolution starts at the first table's first kink.
-    first = int(np.argmax((kinks != 0).any(axis=0)))
+    # The convolution starts at the first table's first kink, often a third of the grid or more in.
+    first = int(_first_kinks(kinks).min())
     start = max(first - half, 0)
     valid = slice(start - first + half, n_points - first + half)
     smoothed = values.copy()
@@ -512,7 +516,7 @@ def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarra
 
 
 def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, delta) -> None:
-    """Add the patch's expectation to the grid values ``[C, P]`` (in place).
+    """Add the patch's expectation to the grid values ``[C, P]`` (in place; C-contiguous, from :func:`_smooth_on_grid`).
 
     It is linear (zero, as ``D`` and its slope vanish beyond the patch) further
     than its reach from the patch, so only a window of each table's grid changes.
@@ -533,6 +537,9 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
     stride = (sigma / (2.0 * delta)).astype(np.int64)
     # On a short window the interpolation's overhead would not pay (and at stride 1 it is exact).
     stride = np.where(stride >= _MIN_STRIDE, stride, 1)
+    # Flat indices into the grid values (a view, as they are C-contiguous): a 2-D index with
+    # broadcast rows costs twice as much.
+    flat = smoothed.reshape(-1)
     for group in (np.flatnonzero(stride == 1), np.flatnonzero(stride > 1)):
         if not group.size:
             continue
@@ -546,8 +553,6 @@ def _add_patch_smoothing(smoothed, patch_terms: _HingeSum, patch: _Patch, grid, 
             offset, correction = _strided_patch_values(terms, origin, g_low, g_high, g_delta, g_stride)
         index = g_low + offset
         inside = index <= g_high
-        # Flat indices into the C-contiguous grid values: a 2-D index with broadcast rows costs twice as much.
-        flat = smoothed.reshape(-1)
         flat[(group[:, None] * n_points + index)[inside]] += correction[inside]
 
 
@@ -602,8 +607,7 @@ class _ContinuationNearCells:
         self._inputs = values, kinks, grid, delta, sigma, stage_cost, chord_weight, patch_terms, first_cell, n_cells
         rows = np.arange(grid.shape[0])[:, None]
         reach = _TAIL * float(_curvature_width(sigma, delta).max())
-        # W = max(q, 0) vanishes below the last stage's root: no kinks there to sum.
-        index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1], np.argmax(kinks != 0, axis=1))
+        index, on_grid = _window(first_cell, n_cells, reach, delta, grid.shape[1], _first_kinks(kinks))
         window_kinks = np.where(on_grid, kinks[rows, index], 0.0)
         points = grid[rows, index]
         lowest = index[:, 0]
@@ -944,7 +948,8 @@ def _refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, st
         if coarse.size:
             # W exact at the grid points and the root only, as the row alone would have it; its
             # terms at the other nodes are exactly 0, and dropped where no row of a sum needs them.
-            alone = _patch_with_root(grid[grid_nodes][coarse], values[grid_nodes][coarse], root[coarse], cell[coarse],
+            coarse_nodes = coarse[:, None], cell[coarse, None] + np.arange(_PATCH_CELLS + 1)
+            alone = _patch_with_root(grid[coarse_nodes], values[coarse_nodes], root[coarse], cell[coarse],
                                      grid[coarse], values[coarse], delta[coarse], fine[coarse])
             patch = patch.with_rows(coarse, alone)
     return roots
