@@ -10,8 +10,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from gittinseval.configs import CONFIG_DIR
 from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_trials
 from gittinseval.launchers import check_launcher
@@ -19,19 +20,6 @@ from gittinseval.launchers import check_launcher
 __all__ = ["CONFIG_DIR", "expand_subject_sweep", "main"]
 
 ALL_SUBJECTS = "benchmark.subject=all"
-
-
-def _config_dir() -> Path:
-    """``conf/`` inside an installed wheel, else the repository's top-level ``conf/``."""
-    packaged = Path(__file__).resolve().parent / "conf"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "conf"
-
-
-CONFIG_DIR = _config_dir()
-
-# A run's folder is named after its swept values (conf/config.yaml); a value that is a
-# path (benchmark.path=/data/m.npy) must not nest it in further folders.
-OmegaConf.register_new_resolver("path_component", lambda text: str(text).replace("/", "_"), replace=True)
 
 
 def expand_subject_sweep(argv: list[str]) -> list[str]:
