@@ -46,7 +46,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
-from gittinseval.protocol import EvaluationProblem, Policy, Request, argmax_by_priority, validate_scores
+from gittinseval.protocol import EvaluationProblem, Policy, Request, argmax_by_priority
 from gittinseval.validation import positive_float
 
 __all__ = ["ConfigurationBOPolicy", "fit_mixed_gp", "hyperparameters_of", "initial_design_size", "mixed_gp"]
@@ -152,7 +152,9 @@ class ConfigurationBOPolicy(Policy):
         self.noise_var = float(noise_var)
 
     def hyperparameters(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"lam": self.lam, "init_fraction": self.init_fraction, "noise_var": self.noise_var}
+        # The initial design's size is recorded beside the parameters: the BO curves'
+        # aggregation reads it.
+        params = super().hyperparameters()
         if hasattr(self, "n_initial"):
             params.update(n_initial=self.n_initial, fit_failures=self.fit_failures, fallback_steps=self.fallback_steps)
         return params
@@ -219,7 +221,6 @@ class ConfigurationBOPolicy(Policy):
         return Request(arm, np.arange(self.problem.n_examples))
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        scores = validate_scores(request, scores)
         arm = request.arm
         if request.size != self.problem.n_examples or self.evaluated[arm]:
             raise ValueError(f"configuration {arm}: a BO query evaluates a new configuration on all examples")

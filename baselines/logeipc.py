@@ -11,6 +11,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from baselines.bo import ConfigurationBOPolicy
+from gittinseval.validation import positive_finite_values
 
 __all__ = ["LogEIPCPolicy", "LogExpectedImprovementPerCost"]
 
@@ -28,9 +29,7 @@ class LogExpectedImprovementPerCost(LogExpectedImprovement):
     def __init__(self, model: Model, best_f: float | Tensor, cost: float | Tensor) -> None:
         # As a Python float, BoTorch would store best_f in float32 (an error of ~1e-8).
         super().__init__(model=model, best_f=torch.as_tensor(best_f, dtype=torch.float64))
-        cost = torch.as_tensor(cost, dtype=torch.float64)
-        if not (torch.isfinite(cost) & (cost > 0)).all():
-            raise ValueError("costs must be positive and finite")
+        cost = torch.from_numpy(positive_finite_values(torch.as_tensor(cost, dtype=torch.float64).numpy(), "costs"))
         self.register_buffer("cost", cost)
 
     @t_batch_mode_transform(expected_q=1)

@@ -6,7 +6,6 @@ import math
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -18,7 +17,6 @@ from gittinseval.protocol import (
     Request,
     argmax_by_priority,
     check_batch_size,
-    validate_scores,
 )
 from gittinseval.validation import non_negative_float, positive_float, positive_int
 
@@ -255,16 +253,6 @@ class LowRankEnsemble:
         self.drop_probability = float(drop_probability)
         self.iterations = int(iterations)
         self.pairing = pairing
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "ensemble_size": self.ensemble_size,
-            "ridge": self.ridge,
-            "drop_probability": self.drop_probability,
-            "iterations": self.iterations,
-            "pairing": self.pairing,
-        }
 
     def fit(self, matrix: ObservedMatrix, generator: torch.Generator) -> EnsembleFit:
         """Fit from random factors and a fresh dropout, ``iterations`` ALS rounds."""
@@ -531,17 +519,6 @@ class LRFPolicy(Policy):
         self.warm_start = warm_start
         self.warm_start_iterations = positive_int("warm_start_iterations", warm_start_iterations)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        # Parity runs record the reference's keys only, as before warm starts existed.
-        warm = {"warm_start": True, "warm_start_iterations": self.warm_start_iterations} if self.warm_start else {}
-        return {
-            "batch_size": self.batch_size,
-            "eta": self.eta,
-            "warmup_fraction": self.warmup_fraction,
-            **self.ensemble.hyperparameters(),
-            **warm,
-        }
-
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms, n_examples = problem.n_arms, problem.n_examples
         warmup_cells = math.ceil(self.warmup_fraction * n_arms * n_examples - 1e-9)
@@ -597,7 +574,6 @@ class LRFPolicy(Policy):
         return Request(arm, unseen[np.argsort(-spread, kind="stable")[:size]])
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        scores = validate_scores(request, scores)
         arm, examples = request.arm, request.examples
         self.matrix.add(arm, examples, scores)
         self.stats.update(arm, scores)

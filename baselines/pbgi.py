@@ -11,7 +11,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from baselines.bo import ConfigurationBOPolicy
-from gittinseval.validation import positive_float
+from gittinseval.validation import positive_finite_values, positive_float
 
 __all__ = ["PandoraBoxGittinsIndex", "PBGIPolicy", "solve_log_ei_equation"]
 
@@ -72,9 +72,7 @@ class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
     def __init__(self, model: Model, lam: float, cost: float | Tensor = 1.0) -> None:
         super().__init__(model=model)
         lam = positive_float("lam", lam)
-        cost = torch.as_tensor(cost, dtype=torch.float64)
-        if not (torch.isfinite(cost) & (cost > 0)).all():
-            raise ValueError("costs must be positive and finite")
+        cost = torch.from_numpy(positive_finite_values(torch.as_tensor(cost, dtype=torch.float64).numpy(), "costs"))
         self.lam = float(lam)
         self.register_buffer("cost", cost)
 

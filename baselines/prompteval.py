@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -16,7 +15,6 @@ from gittinseval.protocol import (
     Request,
     argmax_by_priority,
     check_batch_size,
-    validate_scores,
 )
 from gittinseval.validation import positive_float, positive_int
 
@@ -92,13 +90,6 @@ class PromptEvalPolicy(Policy):
         self.max_phases = int(max_phases)
         self.inverse_regularization = float(inverse_regularization)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        return {
-            "batch_size": self.batch_size,
-            "max_phases": self.max_phases,
-            "inverse_regularization": self.inverse_regularization,
-        }
-
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         if not problem.binary:
             raise ValueError(
@@ -138,7 +129,6 @@ class PromptEvalPolicy(Policy):
         """Nothing to undo: :meth:`select` changes no state."""
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        scores = validate_scores(request, scores)
         arm, examples = request.arm, request.examples
         self.values[arm, examples] = scores
         self.observed[arm, examples] = True

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from baselines._common import RunningMeans, cell_budget
@@ -12,9 +10,7 @@ from gittinseval.protocol import (
     Policy,
     Request,
     argmax_by_priority,
-    check_batch_size,
-    resolve_batch_size,
-    validate_scores,
+    optional_batch_size,
 )
 
 __all__ = ["SySRsPolicy", "successive_rejects_schedule"]
@@ -97,14 +93,11 @@ class SySRsPolicy(Policy):
     uses_prior = False
 
     def __init__(self, batch_size: int | None = None) -> None:
-        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {"batch_size": getattr(self, "resolved_batch_size", self.batch_size)}
+        self.batch_size = optional_batch_size(batch_size)
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms = problem.n_arms
-        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        self.batch_size_for(problem)
         self.shared_order = rng.permutation(problem.n_examples)
         self.priority = rng.permutation(n_arms)
         # Elimination takes, among tied lowest means, the arm ranked last.
@@ -146,7 +139,7 @@ class SySRsPolicy(Policy):
         """Nothing to undo: :meth:`select` changes no state."""
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        self.stats.update(request.arm, validate_scores(request, scores))
+        self.stats.update(request.arm, scores)
         self.position += request.size
         if self.position < self.boundaries[self.phase + 1]:
             return

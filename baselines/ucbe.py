@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -14,10 +13,8 @@ from gittinseval.protocol import (
     RandomExampleOrder,
     Request,
     argmax_in_priority_order,
-    check_batch_size,
     excluding,
-    resolve_batch_size,
-    validate_scores,
+    optional_batch_size,
 )
 from gittinseval.validation import non_negative_float
 
@@ -50,14 +47,11 @@ class UCBEPolicy(Policy):
 
     def __init__(self, batch_size: int | None = None, a: float = 1.0) -> None:
         a = non_negative_float("a", a)
-        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
+        self.batch_size = optional_batch_size(batch_size)
         self.a = float(a)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        return {"batch_size": getattr(self, "resolved_batch_size", self.batch_size), "a": self.a}
-
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
-        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        self.batch_size_for(problem)
         self.n_examples = problem.n_examples
         self.order = RandomExampleOrder(problem.n_arms, problem.n_examples, rng)
         self.priority = rng.permutation(problem.n_arms)
@@ -73,7 +67,6 @@ class UCBEPolicy(Policy):
         return Request(arm, self.order.take(arm, min(self.resolved_batch_size, self.order.remaining(arm))))
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        scores = validate_scores(request, scores)
         arm = request.arm
         self.stats.update(arm, scores)
         count = self.stats.counts[arm]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from baselines._common import RunningMeans
@@ -12,9 +10,7 @@ from gittinseval.protocol import (
     Policy,
     RandomExampleOrder,
     Request,
-    check_batch_size,
-    resolve_batch_size,
-    validate_scores,
+    optional_batch_size,
 )
 
 __all__ = ["UniformPolicy"]
@@ -37,13 +33,10 @@ class UniformPolicy(Policy):
     concurrent = True
 
     def __init__(self, batch_size: int | None = None) -> None:
-        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {"batch_size": getattr(self, "resolved_batch_size", self.batch_size)}
+        self.batch_size = optional_batch_size(batch_size)
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
-        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        self.batch_size_for(problem)
         self.order = RandomExampleOrder(problem.n_arms, problem.n_examples, rng)
         self.priority = rng.permutation(problem.n_arms)
         self.cycle = np.argsort(self.priority)
@@ -65,7 +58,7 @@ class UniformPolicy(Policy):
         self.position = int(np.flatnonzero(self.cycle == request.arm)[0])
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        self.stats.update(request.arm, validate_scores(request, scores))
+        self.stats.update(request.arm, scores)
 
     def recommend(self) -> int:
         return self.stats.best(self.all_arms, self.priority)

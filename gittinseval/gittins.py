@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from functools import lru_cache
 from typing import Any
@@ -17,10 +16,8 @@ from gittinseval.protocol import (
     RandomExampleOrder,
     Request,
     argmax_in_priority_order,
-    check_batch_size,
     excluding,
-    resolve_batch_size,
-    validate_scores,
+    optional_batch_size,
 )
 from gittinseval.roots import EmpiricalTargetChain, root_schedule
 from gittinseval.validation import positive_float
@@ -111,24 +108,13 @@ class GittinsPolicy(Policy):
         if not (math.isfinite(kappa) and kappa >= 0):
             # kappa < 0 would reward uncertainty: an optimistic, not a lower-confidence, rule.
             raise ValueError(f"kappa must be finite and >= 0 (1: LCB rule, 0: posterior mean), got {kappa!r}")
-        self.batch_size = None if batch_size is None else check_batch_size(batch_size)
+        self.batch_size = optional_batch_size(batch_size)
         self.lam = float(lam)
         self.kappa = float(kappa)
         self.cell_var = float(cell_var)
         self.grid_points = int(grid_points)
         self.refine_roots = bool(refine_roots)
         self.prior_estimator = prior_estimator
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {
-            "batch_size": getattr(self, "resolved_batch_size", self.batch_size),
-            "lam": self.lam,
-            "kappa": self.kappa,
-            "cell_var": self.cell_var,
-            "grid_points": self.grid_points,
-            "refine_roots": self.refine_roots,
-            "prior_estimator": None if self.prior_estimator is None else dataclasses.asdict(self.prior_estimator),
-        }
 
     def display_label(self, prior_name: str | None = None) -> str:
         if self.prior_estimator is not None:
@@ -139,8 +125,7 @@ class GittinsPolicy(Policy):
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms, n_examples = problem.n_arms, problem.n_examples
-        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
-        chain = EmpiricalTargetChain(n_examples, self.resolved_batch_size, problem.prior_var, self.cell_var)
+        chain = EmpiricalTargetChain(n_examples, self.batch_size_for(problem), problem.prior_var, self.cell_var)
         self.problem = problem
         self.posterior = FiniteBenchmarkPosterior(
             n_arms, n_examples, problem.prior_mean, problem.prior_var, self.cell_var
@@ -216,7 +201,6 @@ class GittinsPolicy(Policy):
         return Request(arm, self.order.take(arm, size))
 
     def observe(self, request: Request, scores: np.ndarray) -> None:
-        scores = validate_scores(request, scores)
         arm = request.arm
         post = self.posterior
         post.update(arm, scores)

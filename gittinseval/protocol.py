@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gittinseval.validation import positive_float, positive_int
+from gittinseval.params import get_params
+from gittinseval.validation import positive_finite_values, positive_float, positive_int
 
 __all__ = [
     "FALLBACK_BATCH_SIZE",
@@ -49,6 +50,7 @@ __all__ = [
     "check_batch_size",
     "check_live_support",
     "excluding",
+    "optional_batch_size",
     "resolve_batch_size",
     "validate_scores",
 ]
@@ -89,9 +91,7 @@ class EvaluationProblem:
         costs = np.asarray(self.costs, dtype=np.float64)
         if costs.ndim != 1 or costs.size == 0:
             raise ValueError(f"costs must be a non-empty 1-D array, got shape {costs.shape}")
-        bad = np.flatnonzero(~(np.isfinite(costs) & (costs > 0)))
-        if bad.size:
-            raise ValueError(f"costs must be positive and finite; bad arms {bad[:10].tolist()}")
+        costs = positive_finite_values(costs, "costs", item="arms")
         positive_int("n_examples", self.n_examples)
         positive_float("budget", self.budget)
         if not math.isfinite(self.prior_mean):
@@ -133,6 +133,11 @@ def check_batch_size(batch_size: int) -> int:
     return int(batch_size)
 
 
+def optional_batch_size(batch_size: int | None) -> int | None:
+    """A batch size that may be ``None`` (the benchmark's default), checked as in :func:`check_batch_size`."""
+    return None if batch_size is None else check_batch_size(batch_size)
+
+
 def resolve_batch_size(configured: int | None, problem: EvaluationProblem) -> int:
     """The batch size to use: the configured one, else the benchmark's default, else 8.
 
@@ -145,7 +150,12 @@ def resolve_batch_size(configured: int | None, problem: EvaluationProblem) -> in
 
 
 def validate_scores(request: Request, scores: Any) -> np.ndarray:
-    """Scores of a request as float64, or a ``ValueError`` that says what is wrong."""
+    """Scores of a request as float64, or a ``ValueError`` that says what is wrong.
+
+    Drivers call it once, before :meth:`Policy.observe`: the live evaluator on every
+    told batch; the simulator's scores come from a :class:`~gittinseval.data.Benchmark`,
+    whose whole matrix was checked when it was built.  Policies do not check again.
+    """
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (request.size,):
         raise ValueError(
@@ -166,8 +176,12 @@ class Policy(ABC):
 
     Subclasses set the class attributes ``name`` (the ``policy=`` config name),
     ``label`` (its name in figures) and, if they ignore the prior,
-    ``uses_prior = False``; they take their hyperparameters in
-    ``__init__`` and keep all run state in attributes created by :meth:`reset`.
+    ``uses_prior = False``.  As in scikit-learn, they take their hyperparameters
+    in ``__init__``, keep each under its own name (``self.lam = lam``), so that
+    :meth:`get_params` reads them from the signature, and keep all run state in
+    attributes created by :meth:`reset`.  ``observe`` receives scores already
+    checked by the driver (:func:`validate_scores`).  A policy with an optional
+    ``batch_size`` resolves it with :meth:`batch_size_for`.
 
     Capabilities (class attributes, read by live drivers):
 
@@ -228,9 +242,27 @@ class Policy(ABC):
         """True from the first time the policy's own stopping rule fires."""
         return False
 
+    resolved_batch_size: int | None = None
+    """The batch size of the current run, set by :meth:`batch_size_for` in :meth:`reset`."""
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's arguments by name (nested objects as ``_target_`` dicts): they rebuild the policy."""
+        return get_params(self)
+
+    def batch_size_for(self, problem: EvaluationProblem) -> int:
+        """This run's batch size: ``self.batch_size`` if set, else the benchmark's default, else 8."""
+        self.resolved_batch_size = resolve_batch_size(self.batch_size, problem)
+        return self.resolved_batch_size
+
     def hyperparameters(self) -> dict[str, Any]:
-        """Hyperparameters recorded in each run's summary."""
-        return {}
+        """What each run's summary records: :meth:`get_params` with the batch size this run resolved.
+
+        A subclass adds facts recorded beside the parameters by extending this dict.
+        """
+        params = self.get_params()
+        if "batch_size" in params and self.resolved_batch_size is not None:
+            params["batch_size"] = self.resolved_batch_size
+        return params
 
     def display_label(self, prior_name: str | None = None) -> str:
         """Name of this configured policy in figures and summaries."""

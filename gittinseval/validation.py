@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "ConfigError",
+    "positive_finite_values",
     "fraction_in_unit_interval",
     "non_negative_float",
     "non_negative_int",
@@ -79,3 +82,21 @@ def non_negative_float(key: str, value: Any) -> float:
     if number < 0:
         raise ConfigError(f"{key} must be non-negative and finite, got {value!r}")
     return number
+
+
+def positive_finite_values(values: Any, name: str, item: str = "entries") -> np.ndarray:
+    """``values`` as a float64 array whose entries are all positive and finite.
+
+    Otherwise a ``ValueError`` naming ``name`` and the first bad positions (``item``:
+    what a position is, e.g. "arms").  Costs and prices of every layer go through
+    this one check.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~(np.isfinite(array) & (array > 0)))
+    if bad.size:
+        more = " ..." if bad.size > 20 else ""
+        raise ValueError(
+            f"{name} must be positive and finite; bad {item} {bad[:20].tolist()}{more} "
+            f"with values {array.reshape(-1)[bad[:5]].tolist()}"
+        )
+    return array

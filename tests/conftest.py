@@ -1,5 +1,7 @@
 """Shared test helpers."""
 
+from pathlib import Path
+
 import numpy as np
 
 from gittinseval.data import Benchmark
@@ -11,3 +13,13 @@ def binary_benchmark(n_arms: int, n_examples: int, seed: int, prices=(0.5, 1.0, 
     quality = rng.uniform(0.2, 0.8, size=n_arms)
     scores = (rng.uniform(size=(n_arms, n_examples)) < quality[:, None]).astype(float)
     return Benchmark("toy", scores, prices=rng.choice(prices, size=n_arms))
+
+
+def readme_block(first_line: str) -> str:
+    """The fenced code block of README.md whose first line is ``first_line``."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for block in text.split("```")[1::2]:
+        body = block.split("\n", 1)[1]
+        if body.startswith(first_line):
+            return body
+    raise AssertionError(f"README.md has no code block starting with {first_line!r}")

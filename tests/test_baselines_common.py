@@ -59,10 +59,11 @@ def test_lrf_ensemble_is_configurable():
         cfg = compose(config_name="config", overrides=["policy=lrf", "policy.ensemble.rank=2"])
     policy = instantiate(cfg.policy)
     assert isinstance(policy.ensemble, LowRankEnsemble)
-    assert policy.hyperparameters() == {
-        "batch_size": 32, "eta": 5.0, "warmup_fraction": 0.05, "rank": 2, "ensemble_size": 64,
-        "ridge": 0.1, "drop_probability": 0.05, "iterations": 10, "pairing": "reference",
-    }
+    ensemble = {"_target_": "baselines.lrf.LowRankEnsemble", "rank": 2, "ensemble_size": 64, "ridge": 0.1,
+                "drop_probability": 0.05, "iterations": 10, "pairing": "reference"}
+    params = policy.get_params()
+    assert params["ensemble"] == ensemble
+    assert params == policy.hyperparameters()  # the summary records what rebuilds the policy
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))

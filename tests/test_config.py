@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import readme_block
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
@@ -207,16 +208,6 @@ def test_resolved_config_is_plain_data():
     container = OmegaConf.to_container(cfg, resolve=True)
     assert container["seed"] == 0 and container["budget"] == 0.1
     assert Path(CONFIG_DIR / "config.yaml").is_file()
-
-
-def readme_block(first_line):
-    """The fenced code block of README.md whose first line is ``first_line``."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    for block in text.split("```")[1::2]:
-        body = block.split("\n", 1)[1]
-        if body.startswith(first_line):
-            return body
-    raise AssertionError(f"README.md has no code block starting with {first_line!r}")
 
 
 def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, tmp_path, monkeypatch):

@@ -91,7 +91,7 @@ def test_bad_costs_are_rejected(tmp_path):
     with pytest.raises(ValueError, match="short.npy: expected one cost per arm \\(3\\), got 2"):
         load_matrix(str(tmp_path / "m.npy"), costs=str(tmp_path / "short.npy"))
     np.save(tmp_path / "zero.npy", np.array([1.0, 0.0, 2.0]))
-    with pytest.raises(ValueError, match="zero.npy: costs must be positive and finite; arms \\[1\\]"):
+    with pytest.raises(ValueError, match="zero.npy: costs must be positive and finite; bad arms \\[1\\]"):
         load_matrix(str(tmp_path / "m.npy"), costs=str(tmp_path / "zero.npy"))
 
 

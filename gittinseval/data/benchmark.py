@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from gittinseval.validation import positive_finite_values
+
 __all__ = ["Benchmark", "validate_matrix", "validate_prices"]
 
 
@@ -41,13 +43,7 @@ def validate_prices(prices: Any, n_arms: int, source: str) -> np.ndarray:
     vector = np.asarray(prices, dtype=np.float64).reshape(-1)
     if vector.size != n_arms:
         raise ValueError(f"{source}: expected one cost per arm ({n_arms}), got {vector.size}")
-    bad = np.flatnonzero(~(np.isfinite(vector) & (vector > 0)))
-    if bad.size:
-        raise ValueError(
-            f"{source}: costs must be positive and finite; arms {bad[:20].tolist()} have "
-            f"{vector[bad][:5].tolist()}"
-        )
-    return vector
+    return positive_finite_values(vector, f"{source}: costs", item="arms")
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

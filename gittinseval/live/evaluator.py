@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -11,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_class
 
 from gittinseval.data import validate_prices
 from gittinseval.gittins import GittinsPolicy
 from gittinseval.live.store import RunStore, StoredEvent, describe_differences
+from gittinseval.params import build, target_of
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Policy, Request, check_live_support, validate_scores
@@ -27,7 +26,6 @@ __all__ = [
     "Evaluator",
     "Recommendation",
     "arm_name",
-    "policy_target",
 ]
 
 STORE_FORMAT = 2
@@ -38,11 +36,6 @@ UNIT = "unit"
 def arm_name(arm: Any) -> str:
     """Stable name of an arm: a string as is, anything else as sorted-key JSON."""
     return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
-
-
-def policy_target(policy: Policy) -> str:
-    """The ``_target_`` that builds ``policy``'s class."""
-    return f"{type(policy).__module__}.{type(policy).__qualname__}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -243,7 +236,7 @@ class Evaluator:
                     "n_examples": self.n_examples,
                     "prior_mean": float(prior.mean),
                     "prior_var": float(prior.var),
-                    "policy": policy_target(self.policy),
+                    "policy": target_of(self.policy),
                     **{f"policy.{key}": value for key, value in hyperparameters.items()},
                     "cost_unit": "reported" if costs is None else self.cost_unit,
                     "tokens_per_example": float(tokens_per_example),
@@ -261,8 +254,9 @@ class Evaluator:
     def from_store(cls, store: str | Path) -> Evaluator:
         """Reopen an existing store with the arms, policy and settings it was created with.
 
-        The policy is rebuilt from its ``_target_`` with those of its recorded
-        hyperparameters that its constructor takes.
+        The policy is rebuilt from its ``_target_`` and its recorded parameters
+        (:meth:`~gittinseval.protocol.Policy.hyperparameters`: the constructor's
+        arguments, with the batch size the run resolved).
         """
         if not Path(store).is_file():
             raise FileNotFoundError(f"no store at {store}")
@@ -274,10 +268,8 @@ class Evaluator:
         if definition is None:
             raise ValueError(f"store {store} holds no run")
         settings, names, costs = definition
-        policy_class = get_class(settings["policy"])
-        accepted = inspect.signature(policy_class).parameters
-        hyperparameters = {key.removeprefix("policy."): v for key, v in settings.items() if key.startswith("policy.")}
-        policy = policy_class(**{key: v for key, v in hyperparameters.items() if key in accepted})
+        recorded = {key.removeprefix("policy."): v for key, v in settings.items() if key.startswith("policy.")}
+        policy = build(settings["policy"], recorded)
         unit = settings["cost_unit"]
         return cls(
             names,
