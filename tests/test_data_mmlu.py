@@ -66,6 +66,22 @@ def test_item_assignment_is_deterministic_and_seeded():
     assert not np.array_equal(first, load_mmlu("anatomy", data_seed=2).scores)
 
 
+def test_one_data_seed_gives_each_subject_its_own_independent_assignment():
+    # abstract_algebra and business_ethics both have 100 questions.  Questions that many arms get
+    # right in one subject tell nothing about the same question index in the other.
+    load_mmlu.cache_clear()
+    first = load_mmlu("abstract_algebra", data_seed=3).scores.copy()
+    load_mmlu.cache_clear()
+    load_mmlu("business_ethics", data_seed=3)  # another subject first: the assignment must not depend on it
+    again = load_mmlu("abstract_algebra", data_seed=3).scores
+    np.testing.assert_array_equal(first, again)
+    other = load_mmlu("business_ethics", data_seed=3).scores
+    a, b = first.sum(axis=0), other.sum(axis=0)
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.3  # sd of r is 0.1 at n = 100
+    # The same subject's two halves of arms agree on which questions are easy, so the check can fail.
+    assert np.corrcoef(first[::2].sum(axis=0), first[1::2].sum(axis=0))[0, 1] > 0.5
+
+
 def test_items_have_a_shared_difficulty():
     # An item easy for one half of the arms is easy for the other half.
     scores = load_mmlu("high_school_psychology").scores

@@ -92,7 +92,7 @@ def test_arm_quality_marks_mean_best_and_prior(tmp_path, monkeypatch):
 
 
 def test_data_quality_command_writes_the_papers_figures(tmp_path, capsys):
-    from gittinseval.data.catalog import main
+    from gittinseval.data_cli import main
 
     main(["quality", "gsm8k", "--out", str(tmp_path)])
     assert (tmp_path / "arm_quality_gsm8k.png").is_file() and "wrote" in capsys.readouterr().out

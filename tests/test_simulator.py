@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import binary_benchmark
 
-from gittinseval import GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
+from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
 from gittinseval.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
 
 
@@ -70,6 +70,49 @@ def test_regret_at_takes_the_last_batch_within_the_budget():
     assert regret_at(cost_pct, regret, 2) == 0.2
     assert regret_at(cost_pct, regret, 5) == 0.1
     assert regret_at(cost_pct, regret, 0.1) is None
+
+
+class Scripted(Policy):
+    """Evaluates ``(arm, batch size)`` in the order given and recommends the arms of ``recommended``."""
+
+    name = label = "scripted"
+
+    def __init__(self, batches, recommended):
+        self.batches, self.recommended = batches, recommended
+
+    def reset(self, problem, rng):
+        self.step, self.taken = 0, np.zeros(problem.n_arms, dtype=int)
+
+    def select(self):
+        if self.step == len(self.batches):
+            return None
+        arm, size = self.batches[self.step]
+        self.taken[arm] += size
+        return Request(arm, np.arange(self.taken[arm] - size, self.taken[arm]))
+
+    def observe(self, request, scores):
+        self.step += 1
+
+    def recommend(self):
+        return self.recommended[self.step - 1]
+
+
+def test_regret_at_a_cost_share_is_read_after_the_last_batch_at_or_below_it():
+    # Unit cost, 3 arms x 100 examples: 1 % of the exhaustive cost is 3 cells, 2 % is 6.
+    # The batches end at 1, 3 (exactly 1 %), 7 (just past 2 %) and 9 cells (exactly 3 %).
+    scores = np.repeat(np.array([[1.0], [0.5], [0.0]]), 100, axis=1)
+    bench = Benchmark("boundaries", scores)
+    policy = Scripted([(0, 1), (1, 2), (2, 4), (0, 2)], recommended=[2, 1, 2, 0])
+    result = simulate(bench, policy, np.ones(3), GaussianPrior(), budget_fraction=0.03)
+    np.testing.assert_allclose(result.trace["cost_pct"], [1 / 3, 1.0, 7 / 3, 3.0])
+    np.testing.assert_array_equal(result.trace["regret"], [1.0, 0.5, 1.0, 0.0])
+    summary = result.summary
+    assert summary["regret_at_1pct"] == 0.5  # the batch ending exactly at 1 % counts
+    assert summary["regret_at_2pct"] == 0.5  # the batch ending at 2.33 % does not count at 2 %
+    assert regret_at(result.trace["cost_pct"], result.trace["regret"], 3) == 0.0
+    # Rounding of the running cost sum does not move a batch across the boundary; 1e-7 does.
+    assert regret_at(np.array([0.5, 1.0 + 4e-16]), np.array([0.7, 0.2]), 1) == 0.2
+    assert regret_at(np.array([0.5, 1.0 + 1e-7]), np.array([0.7, 0.2]), 1) == 0.7
 
 
 def test_summary_and_trace_round_trip(benchmark, tmp_path):

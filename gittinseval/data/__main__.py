@@ -1,4 +1,4 @@
-from gittinseval.data.catalog import main
+from gittinseval.data_cli import main
 
 if __name__ == "__main__":
     main()
