@@ -11,24 +11,19 @@ from scipy.signal import fftconvolve
 from scipy.special import ndtr
 from scipy.stats import norm
 
-import gittinseval.roots as roots_module
 from gittinseval.roots import (
-    _TAIL,
     EmpiricalTargetChain,
-    _chord_weight,
-    _ContinuationNearCells,
-    _full_information_bounds,
-    _full_information_lower_bound,
-    _HingeSum,
-    _interpolant_kinks,
-    _normal_cdf,
-    _quintic_hermite,
-    _smooth_on_grid,
-    _StageGrids,
     expected_improvement,
     gaussian_smoothing,
+    patch,
+    refined,
     root_schedule,
 )
+from gittinseval.roots.continuation import ContinuationNearCells
+from gittinseval.roots.grid import full_information_lower_bound, slope_changes
+from gittinseval.roots.hermite import quintic_hermite
+from gittinseval.roots.smoothing import TAIL, HingeSum, chord_weight, normal_cdf, smooth_on_grid
+from gittinseval.roots.stage_grids import StageGrids, full_information_bounds
 
 
 def ei(z, sigma):
@@ -133,7 +128,7 @@ def test_chord_weight_is_the_mean_chord_gap_after_a_gaussian_step(ratio):
         quad(lambda z: (r := np.mod(ratio * z, 1.0)) * (1 - r) * norm.pdf(z), a, b, epsabs=1e-14)[0]
         for a, b in zip(pieces[:-1], pieces[1:], strict=True)
     )
-    weight = _chord_weight(np.array([ratio * delta]), np.array([delta]))[0, 0]
+    weight = chord_weight(np.array([ratio * delta]), np.array([delta]))[0, 0]
     assert weight == pytest.approx(delta**2 / 2 * expected, rel=1e-9)
 
 
@@ -148,9 +143,9 @@ def test_chord_correction_removes_the_second_order_error_of_the_chords():
         delta = np.array([grid[1] - grid[0]])
         values = exact_w(grid)[None]
         exact = exact_w(grid[:, None] + sigma * z[None, :]) @ weights
-        kinks = _interpolant_kinks(values, delta)
-        for label, weight in (("chords", np.zeros(1)), ("corrected", _chord_weight(np.array([sigma]), delta)[0])):
-            errors[label, n_points] = np.abs(_smooth_on_grid(values, kinks, delta, sigma, weight)[0] - exact).max()
+        kinks = slope_changes(values, delta)
+        for label, weight in (("chords", np.zeros(1)), ("corrected", chord_weight(np.array([sigma]), delta)[0])):
+            errors[label, n_points] = np.abs(smooth_on_grid(values, kinks, delta, sigma, weight)[0] - exact).max()
     assert errors["corrected", 201] < errors["chords", 201] / 30
     # Second order left: halving delta cuts the chords' error by 4, the corrected one by about 16.
     assert errors["chords", 201] / errors["chords", 401] == pytest.approx(4.0, rel=0.05)
@@ -165,7 +160,7 @@ def test_short_convolution_is_the_fft_smoothing_less_the_chord_correction(sigma)
     values = np.stack([np.maximum(grid, 0.0), np.maximum(0, np.cumsum(rng.uniform(0, 1, n_points)) * delta - 0.3)])
     deltas = np.array([delta, delta])
     weight = np.array([2e-5, 5e-6])
-    kinks = _interpolant_kinks(values, deltas)
+    kinks = slope_changes(values, deltas)
     assert np.all(kinks[:, :20] == 0)  # W = 0 on the left: the convolution starts at the first kink
     fft = gaussian_smoothing(torch.tensor(values), torch.tensor(deltas), sigma).numpy()
     offsets = (np.arange(n_points)[:, None] - np.arange(n_points)[None, :]) * delta
@@ -173,7 +168,7 @@ def test_short_convolution_is_the_fft_smoothing_less_the_chord_correction(sigma)
     density = norm.pdf(offsets / width) / width
     # Both tables in one FFT, and each alone (a direct convolution).
     for rows in ([0, 1], [0], [1]):
-        ours = _smooth_on_grid(values[rows], kinks[rows], deltas[rows], sigma, weight[rows])
+        ours = smooth_on_grid(values[rows], kinks[rows], deltas[rows], sigma, weight[rows])
         for ours_row, row in zip(ours, rows, strict=True):
             expected = fft[row] - weight[row] * density @ kinks[row]
             np.testing.assert_allclose(ours_row, expected, rtol=0, atol=1e-13)
@@ -187,8 +182,8 @@ def test_chord_correction_never_amplifies_a_grid_scale_oscillation(ratio):
     smooth = 0.1 * np.logaddexp(0.0, grid / 0.1)[None]
     sawtooth = 1e-6 * (-1.0) ** np.arange(n_points)
     sigma, deltas = ratio * delta, np.array([delta])
-    weight = _chord_weight(np.array([sigma]), deltas)[0]
-    out = [_smooth_on_grid(w, _interpolant_kinks(w, deltas), deltas, sigma, weight)[0]
+    weight = chord_weight(np.array([sigma]), deltas)[0]
+    out = [smooth_on_grid(w, slope_changes(w, deltas), deltas, sigma, weight)[0]
            for w in (smooth, smooth + sawtooth)]
     interior = slice(50, 150)
     assert np.abs((out[1] - out[0])[interior]).max() <= 1e-6
@@ -197,7 +192,7 @@ def test_chord_correction_never_amplifies_a_grid_scale_oscillation(ratio):
 @pytest.mark.parametrize("size", [7, 5000])  # both sides of the switch to torch's erfc
 def test_normal_cdf_matches_scipy(size):
     u = np.linspace(-40, 12, size).reshape(1, -1)
-    np.testing.assert_allclose(_normal_cdf(u), ndtr(u), rtol=5e-13, atol=1e-300)
+    np.testing.assert_allclose(normal_cdf(u), ndtr(u), rtol=5e-13, atol=1e-300)
 
 
 def test_expected_improvement_formula():
@@ -396,7 +391,7 @@ def test_quintic_hermite_reproduces_quintics():
     ends = np.sort(rng.uniform(-1, 1, size=(2, 4)), axis=1)
     polys = [np.poly1d(c) for c in coefficients]
     value, slope, curvature = (np.stack([p.deriv(k)(e) for p, e in zip(polys, ends, strict=True)]) for k in range(3))
-    ours = _quintic_hermite(ends, value, slope, curvature, 5)
+    ours = quintic_hermite(ends, value, slope, curvature, 5)
     for row, p in enumerate(polys):
         cells = zip(ends[row, :-1], ends[row, 1:], strict=True)
         nodes = np.concatenate([np.linspace(a, b, 6)[:-1] for a, b in cells] + [ends[row, -1:]])
@@ -412,8 +407,8 @@ def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_exam
     # The patch's expectation on the grid and q at the patch nodes are interpolated
     # (quintic Hermite) where sigma spans several cells; evaluated directly, the roots move by far below 1 %.
     interpolated = root_schedule(n_examples, batch_size, prior_var, cost)
-    monkeypatch.setattr(roots_module, "_MIN_STRIDE", 10**9)
-    monkeypatch.setattr(roots_module, "_continuation_at_nodes",
+    monkeypatch.setattr(patch, "MIN_STRIDE", 10**9)
+    monkeypatch.setattr(refined, "continuation_at_nodes",
                         lambda q, nodes, per_cell, tables: q(nodes, derivatives=0)[0])
     direct = root_schedule(n_examples, batch_size, prior_var, cost)
     stage_costs = np.atleast_1d(cost)[:, None] * EmpiricalTargetChain(n_examples, batch_size, prior_var).batch_sizes
@@ -428,7 +423,7 @@ def test_hinge_sum_and_its_derivatives_match_scipy(one_width):
     sigma, shape = 0.3, (3, 9)
     points, hinge, density = rng.normal(size=shape), rng.normal(size=shape), rng.normal(size=shape)
     widths = np.full(shape, sigma) if one_width else rng.choice([sigma, 0.45, 0.8], size=shape)
-    sums = _HingeSum(points, hinge, density, sigma, widths)
+    sums = HingeSum(points, hinge, density, sigma, widths)
     assert sums.uniform == one_width
     x = rng.normal(size=(3, 5))
     z, h, g, s = x[:, :, None] - points[:, None, :], hinge[:, None, :], density[:, None, :], widths[:, None, :]
@@ -459,13 +454,13 @@ def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_po
     n_points, delta, sigma, chord, cost = 400, 0.01, 0.03, 2e-5, 0.004
     grid = -1.0 + delta * np.arange(n_points)[None, :]
     values = np.maximum(grid + 0.195, 0.0) ** 1.5  # its zero inside a cell
-    kinks = _interpolant_kinks(values, np.array([delta]))
+    kinks = slope_changes(values, np.array([delta]))
     first_kink = int(np.argmax(kinks[0] != 0))
     first_cell = np.array([first_kink + 3])
-    assert first_kink > 0 and first_cell[0] - _TAIL * sigma / delta < first_kink  # the trimming is active
+    assert first_kink > 0 and first_cell[0] - TAIL * sigma / delta < first_kink  # the trimming is active
     empty = np.zeros((1, 0))
-    q = _ContinuationNearCells(values, kinks, grid, np.array([delta]), sigma, np.array([cost]), np.array([chord]),
-                               _HingeSum(empty, empty, empty, sigma, empty), first_cell, 5)
+    q = ContinuationNearCells(values, kinks, grid, np.array([delta]), sigma, np.array([cost]), np.array([chord]),
+                               HingeSum(empty, empty, empty, sigma, empty), first_cell, 5)
     x = grid[0, first_cell[0]] + delta * np.linspace(0.0, 5.0, 23)
     expected = [values[0, 0] - cost + np.sum(kinks[0] * (ei(z, sigma) - chord * norm.pdf(z, scale=sigma)))
                 for z in x[:, None] - grid]
@@ -475,9 +470,9 @@ def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_po
 def test_full_information_bounds_match_the_scalar_solver():
     sds = np.array([0.2, 0.01, 3e-4])
     costs = np.array([[1e-9], [1e-4], [0.05]])
-    bounds = _full_information_bounds(sds[None, :], costs)
+    bounds = full_information_bounds(sds[None, :], costs)
     for (row, col), bound in np.ndenumerate(bounds):
-        expected = min(0.0, _full_information_lower_bound(sds[col], costs[row, 0]))
+        expected = min(0.0, full_information_lower_bound(sds[col], costs[row, 0]))
         assert bound == pytest.approx(expected, abs=1e-12 * sds[col])
 
 
@@ -485,9 +480,9 @@ def test_stage_grids_are_nested_and_hold_every_stage():
     chain = EmpiricalTargetChain(1534, 8, 0.04)
     sds, stage_costs = chain.step_sds, 1e-6 * chain.batch_sizes[None, :]
     total = float(np.sqrt(np.sum(sds**2)))
-    origin = np.array([min(-5 * total, _full_information_lower_bound(total, stage_costs.min()))])
+    origin = np.array([min(-5 * total, full_information_lower_bound(total, stage_costs.min()))])
     coarsest = (1.01 * stage_costs.sum() + 5 * total - origin) / 1024
-    grids = _StageGrids.plan(origin, coarsest, sds, stage_costs, 1025)
+    grids = StageGrids.plan(origin, coarsest, sds, stage_costs, 1025)
     levels = grids.level[:, 0]
     assert levels[0] == 0 and levels[-1] > 5 and np.all(np.diff(levels) >= 0)
     np.testing.assert_array_equal(grids.points(0, 1025), origin[:, None] + coarsest * np.arange(1025))
@@ -496,7 +491,7 @@ def test_stage_grids_are_nested_and_hold_every_stage():
     for stage in range(chain.horizon):
         points = grids.points(stage, 1025)[0]
         # Every root lies between the full-information bound and the remaining cost.
-        assert points[0] <= _full_information_lower_bound(remaining_sd[stage], stage_costs[0, stage])
+        assert points[0] <= full_information_lower_bound(remaining_sd[stage], stage_costs[0, stage])
         assert points[-1] >= remaining_cost[stage] + 5 * remaining_sd[stage]
         if stage and levels[stage] != levels[stage - 1]:
             coarser = grids.points(stage - 1, 1025)[0]
