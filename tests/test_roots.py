@@ -94,8 +94,7 @@ def test_fft_smoothing_matches_direct_summation():
     n_points, delta, sigma = 65, 0.013, 0.05
     grid = -0.4 + delta * np.arange(n_points)
     values = np.stack([np.maximum(grid, 0.0), np.maximum(0, np.cumsum(rng.uniform(0, 1, n_points)) * delta - 0.2)])
-    deltas = torch.tensor([delta, delta], dtype=torch.float64)
-    smoothed = gaussian_smoothing(torch.tensor(values), deltas, sigma).numpy()
+    smoothed = gaussian_smoothing(values, np.array([delta, delta]), sigma)
     for row, w in zip(smoothed, values, strict=True):
         slopes = np.concatenate([[0.0], np.diff(w) / delta, [1.0]])
         kinks = np.diff(slopes)
@@ -108,8 +107,7 @@ def test_fft_smoothing_is_the_gaussian_expectation_of_the_extension():
     n_points, delta, sigma = 101, 0.01, 0.07
     grid = -0.5 + delta * np.arange(n_points)
     values = np.maximum(0.0, (grid + 0.1) ** 3 + 0.3 * np.maximum(grid, 0))
-    deltas = torch.tensor([delta], dtype=torch.float64)
-    smoothed = gaussian_smoothing(torch.tensor(values[None]), deltas, sigma).numpy()[0]
+    smoothed = gaussian_smoothing(values[None], np.array([delta]), sigma)[0]
     z = np.linspace(-9, 9, 200001)
     density = norm.pdf(z)
     for j in (0, 17, 50, 99):
@@ -162,7 +160,7 @@ def test_short_convolution_is_the_fft_smoothing_less_the_chord_correction(sigma)
     weight = np.array([2e-5, 5e-6])
     kinks = slope_changes(values, deltas)
     assert np.all(kinks[:, :20] == 0)  # W = 0 on the left: the convolution starts at the first kink
-    fft = gaussian_smoothing(torch.tensor(values), torch.tensor(deltas), sigma).numpy()
+    fft = gaussian_smoothing(values, deltas, sigma)
     offsets = (np.arange(n_points)[:, None] - np.arange(n_points)[None, :]) * delta
     width = max(sigma, delta)  # the chord correction's density never narrower than a cell
     density = norm.pdf(offsets / width) / width

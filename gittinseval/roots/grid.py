@@ -22,7 +22,11 @@ def differences(rows: np.ndarray) -> np.ndarray:
 
 
 def slope_changes(values: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Slope changes ``d_i = m_{i+1} - m_i`` of the extended interpolant (numpy twin of :func:`_kinks`)."""
+    """Slope changes ``d_i = m_{i+1} - m_i`` of the extended interpolant, ``[C, P]`` from values ``[C, P]``.
+
+    ``m_0 = 0`` (left extension), ``m_i = (w_i - w_{i-1}) / delta`` and ``m_P = 1``
+    (right extension), so ``W(x) = w_0 + sum_i d_i (x - xi_i)_+``.
+    """
     slopes = np.empty((values.shape[0], values.shape[1] + 1))
     slopes[:, 0], slopes[:, -1] = 0.0, 1.0
     np.divide(differences(values), delta[:, None], out=slopes[:, 1:-1])
