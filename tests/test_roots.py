@@ -20,10 +20,10 @@ from gittinseval.roots import (
     root_schedule,
 )
 from gittinseval.roots.continuation import ContinuationNearCells
-from gittinseval.roots.grid import full_information_lower_bound, slope_changes
+from gittinseval.roots.grid import grid_bottom, slope_changes
 from gittinseval.roots.hermite import quintic_hermite
 from gittinseval.roots.smoothing import TAIL, HingeSum, chord_weight, normal_cdf, smooth_on_grid
-from gittinseval.roots.stage_grids import StageGrids, full_information_bounds
+from gittinseval.roots.stage_grids import StageGrids
 
 
 def ei(z, sigma):
@@ -465,20 +465,28 @@ def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_po
     np.testing.assert_allclose(q(x[None, :], derivatives=0)[0][0], expected, rtol=0, atol=1e-14)
 
 
-def test_full_information_bounds_match_the_scalar_solver():
-    sds = np.array([0.2, 0.01, 3e-4])
-    costs = np.array([[1e-9], [1e-4], [0.05]])
-    bounds = full_information_bounds(sds[None, :], costs)
-    for (row, col), bound in np.ndenumerate(bounds):
-        expected = min(0.0, full_information_lower_bound(sds[col], costs[row, 0]))
-        assert bound == pytest.approx(expected, abs=1e-12 * sds[col])
+def full_information_root(sd, cost):
+    """``x`` with ``EI_sd(x) = cost``, by Brent's method on SciPy's normal pdf and cdf."""
+    return brentq(lambda x: ei(x, sd) - cost, -60.0 * sd, max(cost, sd), xtol=1e-15 * sd)
+
+
+def test_grid_bottom_is_minus_5_sd_or_the_full_information_root_below_it():
+    # EI_1(-5) = 5.35e-8: costs on both sides of 5.35e-8 sd, and far below and above it.
+    sds = np.array([0.2, 0.01, 3e-4])[:, None]
+    costs = sds * np.array([1e-12, 1e-9, 5.3e-8, 5.4e-8, 1e-6, 0.5, 2.0])
+    bottoms = grid_bottom(sds, costs)
+    assert bottoms.shape == costs.shape
+    for (row, col), bottom in np.ndenumerate(bottoms):
+        sd = sds[row, 0]
+        expected = min(-5.0 * sd, full_information_root(sd, costs[row, col]))
+        assert bottom == pytest.approx(expected, rel=0, abs=1e-13 * sd)
 
 
 def test_stage_grids_are_nested_and_hold_every_stage():
     chain = EmpiricalTargetChain(1534, 8, 0.04)
     sds, stage_costs = chain.step_sds, 1e-6 * chain.batch_sizes[None, :]
     total = float(np.sqrt(np.sum(sds**2)))
-    origin = np.array([min(-5 * total, full_information_lower_bound(total, stage_costs.min()))])
+    origin = np.array([min(-5 * total, full_information_root(total, stage_costs.min()))])
     coarsest = (1.01 * stage_costs.sum() + 5 * total - origin) / 1024
     grids = StageGrids.plan(origin, coarsest, sds, stage_costs, 1025)
     levels = grids.level[:, 0]
@@ -489,7 +497,7 @@ def test_stage_grids_are_nested_and_hold_every_stage():
     for stage in range(chain.horizon):
         points = grids.points(stage, 1025)[0]
         # Every root lies between the full-information bound and the remaining cost.
-        assert points[0] <= full_information_lower_bound(remaining_sd[stage], stage_costs[0, stage])
+        assert points[0] <= full_information_root(remaining_sd[stage], stage_costs[0, stage])
         assert points[-1] >= remaining_cost[stage] + 5 * remaining_sd[stage]
         if stage and levels[stage] != levels[stage - 1]:
             coarser = grids.points(stage - 1, 1025)[0]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from gittinseval.roots.chain import EmpiricalTargetChain
-from gittinseval.roots.grid import full_information_lower_bound
+from gittinseval.roots.grid import grid_bottom
 from gittinseval.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.roots.refined import refined_roots
 from gittinseval.validation import positive_int
@@ -124,9 +124,7 @@ def root_schedule(
             f"{_SMALLEST_COST_RATIO:g} x the chain's total sd ({total_sd:.3g}) vanishes in double precision; "
             "use a larger lambda or cost"
         )
-    lower = np.array(
-        [min(-5.0 * total_sd, full_information_lower_bound(total_sd, c.min())) for c in stage_costs]
-    )
+    lower = grid_bottom(total_sd, stage_costs.min(axis=1))
     upper = 1.01 * stage_costs.sum(axis=1) + 5.0 * total_sd
 
     delta = (upper - lower) / (grid_points - 1)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.stats import norm
+from scipy.special import ndtr
 
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 
@@ -38,21 +38,43 @@ def first_kinks(kinks: np.ndarray) -> np.ndarray:
     return np.argmax(kinks != 0, axis=1)
 
 
-def full_information_lower_bound(total_sd: float, cost: float) -> float:
-    """Root of ``EI_S(x) = cost``: no stage root of a chain with total sd ``S`` is lower.
+_EI_AT_MINUS_5 = math.exp(-12.5) / SQRT_2PI - 5.0 * float(ndtr(-5.0))
+"""``EI_1(-5) = phi(5) - 5 Phi(-5)``, about ``5.35e-8``."""
+
+
+def grid_bottom(sd: np.ndarray | float, cost: np.ndarray | float) -> np.ndarray:
+    """``min(-5 sd, x)`` with ``EI_sd(x) = cost``: the lower end of a grid that holds every root.
 
     Every ``W_{n+1}`` lies below the full-information value ``EI_{S_{n+1}}`` (the
-    value of seeing the terminal state for free), hence ``q_n(x) <= EI_S(x) - c_n``.
+    value of seeing the terminal state for free), hence ``q_n(x) <= EI_S(x) - c_n``:
+    no root of a chain with total sd ``S = sd`` lies below the ``x`` of its cheapest stage.
+    ``EI`` is increasing, so ``x < -5 sd`` exactly where ``EI_sd(-5 sd) > cost``
+    (costs below ``5.3e-8 sd``); only there is ``x`` solved, by Brent's method to
+    ``1e-14 sd``.  ``sd`` and ``cost`` broadcast.
     """
-    def value(x: float) -> float:
-        return total_sd * norm.pdf(x / total_sd) + x * norm.cdf(x / total_sd) - cost
+    sd, cost = np.broadcast_arrays(np.asarray(sd, dtype=np.float64), np.asarray(cost, dtype=np.float64))
+    bottom = -5.0 * sd
+    # The margin takes in every x that Brent's tolerance could put at or below -5 sd.
+    for index in zip(*np.nonzero(cost < (1.0 + 1e-9) * _EI_AT_MINUS_5 * sd), strict=True):
+        bottom[index] = min(bottom[index], _full_information_root(float(sd[index]), float(cost[index])))
+    return bottom
 
-    lo = -total_sd
-    while value(lo) > 0:
+
+def _full_information_root(sd: float, cost: float) -> float:
+    """Root of ``EI_sd(x) = cost``, by Brent's method from a bracket doubled down from ``-sd``."""
+    def excess(x: float) -> float:
+        # On a 1-element array, as scipy.stats.norm takes them: NumPy's exp of a scalar can
+        # differ in the last bit, and the plain grid's origin must keep its bits.
+        u = np.array([x / sd])
+        return float(sd * (np.exp(-u**2 / 2.0) / SQRT_2PI)[0] + x * ndtr(u)[0] - cost)
+
+    lo = -sd
+    while excess(lo) > 0:
         lo *= 2.0
-    return brentq(value, lo, max(cost, total_sd), xtol=1e-14 * total_sd)
+    return brentq(excess, lo, max(cost, sd), xtol=1e-14 * sd)
 
 
 def check_bracket(left_the_grid: bool, stage: int) -> None:
+    """Refuse a stage whose continuation value does not change sign on the grid."""
     if left_the_grid:
         raise RuntimeError(f"Gittins root left the grid at stage {stage}; this indicates a numerical problem")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
 
-from gittinseval.roots.grid import SQRT_2PI
+from gittinseval.roots.grid import grid_bottom
 
 _FINEST_LEVEL = 40
 """At most ``2^40`` times finer than the whole chain's grid (see :class:`StageGrids`)."""
@@ -40,7 +39,7 @@ class StageGrids:
     def plan(cls, origin, coarsest, sds, stage_costs, n_points) -> StageGrids:
         remaining_sd = np.sqrt(np.cumsum(np.square(sds)[::-1])[::-1])[:, None]  # [H, 1]
         costs = stage_costs.T  # [H, C]
-        low = np.minimum(-5.0 * remaining_sd, full_information_bounds(remaining_sd, costs))
+        low = grid_bottom(remaining_sd, costs)
         high = 1.01 * np.cumsum(costs[::-1], axis=0)[::-1] + 5.0 * remaining_sd
         low = np.minimum.accumulate(low[::-1], axis=0)[::-1]
         high = np.maximum.accumulate(high[::-1], axis=0)[::-1]
@@ -77,18 +76,3 @@ class StageGrids:
         inside = values[rows, np.minimum(np.maximum(index, 0), n_points - 1)]
         beyond = values[:, -1:] + (index - (n_points - 1)) * self.delta(stage)[:, None]
         return np.where(index < 0, 0.0, np.where(index >= n_points, beyond, inside))
-
-
-def full_information_bounds(sd: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Elementwise root ``x`` of ``EI_sd(x) = cost`` (vectorised :func:`full_information_lower_bound`).
-
-    Bisection on ``u = x / sd`` in ``[-40, 0]`` (``EI_1(u) = phi(u) + u Phi(u)`` is
-    increasing); a cost above ``EI_sd(0)`` gives 0.  Shapes broadcast.
-    """
-    ratio = np.broadcast_to(cost / sd, np.broadcast_shapes(np.shape(cost), np.shape(sd)))
-    lo, hi = np.full(ratio.shape, -40.0), np.zeros(ratio.shape)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        above = np.exp(-0.5 * mid * mid) / SQRT_2PI + mid * ndtr(mid) > ratio
-        hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
-    return lo * sd
