@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
@@ -31,6 +32,17 @@ def slope_changes(values: np.ndarray, delta: np.ndarray) -> np.ndarray:
     slopes[:, 0], slopes[:, -1] = 0.0, 1.0
     np.divide(differences(values), delta[:, None], out=slopes[:, 1:-1])
     return differences(slopes)
+
+
+def convolve_rows(signal: np.ndarray, kernel: np.ndarray | torch.Tensor, length: int) -> np.ndarray:
+    """Each row of ``signal`` ``[C, n]`` convolved with its row of ``kernel`` ``[C, m]`` by a real FFT.
+
+    Both are zero-padded to ``length >= n + m - 1``; the first ``n + m - 1`` of the
+    returned ``[C, length]`` are the linear convolution.  torch's FFT, on every core.
+    """
+    spectrum = torch.fft.rfft(torch.as_tensor(signal), n=length)
+    spectrum *= torch.fft.rfft(torch.as_tensor(kernel), n=length)
+    return torch.fft.irfft(spectrum, n=length).numpy()
 
 
 def first_kinks(kinks: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from gittinseval.roots.grid import check_bracket, slope_changes
+from gittinseval.roots.grid import SQRT_2PI, check_bracket, convolve_rows, slope_changes
 
 
 def expected_improvement(z: torch.Tensor, sigma: torch.Tensor | float) -> torch.Tensor:
@@ -23,7 +23,7 @@ def expected_improvement(z: torch.Tensor, sigma: torch.Tensor | float) -> torch.
     sigma = torch.as_tensor(sigma, dtype=z.dtype, device=z.device)
     u = z / sigma
     cdf = 0.5 * torch.special.erfc(-u / math.sqrt(2.0))
-    pdf = torch.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+    pdf = torch.exp(-0.5 * u * u) / SQRT_2PI
     return z * cdf + sigma * pdf
 
 
@@ -52,10 +52,7 @@ def gaussian_smoothing(values: np.ndarray, delta: np.ndarray, sigma: float) -> n
     n_points = values.shape[1]
     offsets = np.arange(-(n_points - 1), n_points, dtype=np.float64)
     kernel = expected_improvement(torch.from_numpy(offsets[None, :] * delta[:, None]), sigma)
-    fft_len = 1 << (3 * n_points - 3).bit_length()
-    spectrum = torch.fft.rfft(torch.from_numpy(slope_changes(values, delta)), n=fft_len)
-    spectrum = spectrum * torch.fft.rfft(kernel, n=fft_len)
-    full = torch.fft.irfft(spectrum, n=fft_len).numpy()
+    full = convolve_rows(slope_changes(values, delta), kernel, 1 << (3 * n_points - 3).bit_length())
     return values[:, :1] + full[:, n_points - 1 : 2 * n_points - 1]
 
 
