@@ -49,7 +49,7 @@ class ContinuationNearCells:
         if which.size == grid.shape[0]:
             return self
         return ContinuationNearCells(values[which], kinks[which], grid[which], delta[which], sigma, stage_cost[which],
-                                      chord_weight[which], patch_terms.take(which), first_cell[which], n_cells)
+                                     chord_weight[which], patch_terms.take(which), first_cell[which], n_cells)
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[q, q', ...]`` up to the ``derivatives``-th at ``x`` (``[C, X]``, inside the cells)."""
@@ -76,7 +76,7 @@ def _window(first_cell: np.ndarray, n_cells: int, reach: float, delta: np.ndarra
 
 
 def continuation_at_nodes(q: ContinuationNearCells, nodes: np.ndarray, per_cell: int,
-                           tables: np.ndarray) -> np.ndarray:
+                          tables: np.ndarray) -> np.ndarray:
     """``q`` at the patch nodes (``[C, M]``, ``per_cell`` to a grid cell) of ``tables``; 0 elsewhere.
 
     ``q`` is a Gaussian expectation, smooth on the scale ``sigma``: where that
@@ -98,7 +98,7 @@ def continuation_at_nodes(q: ContinuationNearCells, nodes: np.ndarray, per_cell:
 
 
 def node_bracket(nodes: np.ndarray, q_nodes: np.ndarray, offset: np.ndarray,
-                  per_cell: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 per_cell: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start and bracket of the root among the nodes of the grid cell that holds it.
 
     The cell's nodes are ``offset .. offset + per_cell`` (``[C]`` offsets into the
@@ -121,7 +121,7 @@ def node_bracket(nodes: np.ndarray, q_nodes: np.ndarray, offset: np.ndarray,
 
 
 def halley_root(q: ContinuationNearCells, start: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 tolerance: np.ndarray) -> np.ndarray:
+                tolerance: np.ndarray) -> np.ndarray:
     """Root of the non-decreasing ``q`` in ``[lower, upper]`` (``[C]``), by safeguarded Halley steps.
 
     Halley's step ``s = -2 q q' / (2 q'^2 - q q'')`` leaves an error of

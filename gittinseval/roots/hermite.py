@@ -10,7 +10,7 @@ from gittinseval.roots.grid import differences
 
 
 def quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvature: np.ndarray,
-                     per_cell: int) -> np.ndarray:
+                    per_cell: int) -> np.ndarray:
     """The quintic Hermite interpolant at ``per_cell`` equal steps across each interval.
 
     On ``[a, b]``, ``h = b - a``, ``t = (x - a) / h``, it matches value, slope and
@@ -26,7 +26,7 @@ def quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curv
 
 
 def hermite_cells(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvature: np.ndarray,
-                   basis: np.ndarray) -> np.ndarray:
+                  basis: np.ndarray) -> np.ndarray:
     """The quintic Hermite interpolant of :func:`quintic_hermite` on every interval, at the basis's points.
 
     ``ends`` and the three ``[R, K + 1]``; ``basis`` ``[6, S]`` (or ``[R, 6, S]``, one

@@ -38,7 +38,7 @@ _FINE_PATCH_RATIO = 8.0
 
 
 def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
-                   n_points: int) -> np.ndarray:
+                  n_points: int) -> np.ndarray:
     """Roots of the grid model with patches and chord corrections, solved off the grid (``refine=True``)."""
     n_tables = origin.size
     rows = np.arange(n_tables)
@@ -58,7 +58,7 @@ def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, sta
     points = np.stack([grid[rows, zero_cell], zero, grid[rows, zero_cell + 1]], axis=1)
     # max(x, 0) is linear on both sides of 0: both grid kinks of its cell are exempt.
     patch = Patch.through(points, np.maximum(points, 0.0), zero, zero_cell, np.ones(2), grid, values, delta,
-                           np.zeros(n_tables, dtype=bool))
+                          np.zeros(n_tables, dtype=bool))
     roots = np.empty(stage_costs.shape)
     for stage in range(sds.size - 1, -1, -1):
         sigma = float(sds[stage])
@@ -75,7 +75,7 @@ def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, sta
         coarsening = int(2 ** (grids.level[stage] - grids.level[stage - 1]).max()) if stage > 0 else 1
         cell = np.minimum(first - 1, n_points - 1 - PATCH_CELLS)
         q = ContinuationNearCells(values, kinks, grid, delta, sigma, stage_costs[:, stage], chord[stage],
-                                   patch_terms, cell, PATCH_CELLS * coarsening)
+                                  patch_terms, cell, PATCH_CELLS * coarsening)
         fine = fine_rows[stage]
         per_cell = PATCH_NODES if fine.any() else 1
         fractions = np.arange(PATCH_CELLS * per_cell + 1) / per_cell
@@ -115,6 +115,6 @@ def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, sta
             # terms at the other nodes are exactly 0, and dropped where no row of a sum needs them.
             coarse_nodes = coarse[:, None], cell[coarse, None] + np.arange(PATCH_CELLS + 1)
             alone = patch_with_root(grid[coarse_nodes], values[coarse_nodes], root[coarse], cell[coarse],
-                                     grid[coarse], values[coarse], delta[coarse], fine[coarse])
+                                    grid[coarse], values[coarse], delta[coarse], fine[coarse])
             patch = patch.with_rows(coarse, alone)
     return roots

@@ -88,7 +88,7 @@ def chord_weight(sigma: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 
 def smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, sigma: float,
-                    chord_weight: np.ndarray) -> np.ndarray:
+                   chord_weight: np.ndarray) -> np.ndarray:
     """Chord-corrected Gaussian expectation of the grid interpolant at the grid points.
 
     ``E[G(x + sigma Z)] = G(x) + sum_i d_i h_sigma(x - xi_i)`` for the extended
@@ -167,7 +167,7 @@ class HingeSum:
         if live.all():
             return HingeSum(self.points[rows], hinge, density, self.sigma, self.widths[rows])
         return HingeSum(self.points[rows][:, live], hinge[:, live], density[:, live], self.sigma,
-                         self.widths[rows][:, live])
+                        self.widths[rows][:, live])
 
     def __call__(self, x: np.ndarray, derivatives: int = 1) -> list[np.ndarray]:
         """``[F, F', ...]`` up to the ``derivatives``-th (at most 3) at ``x`` (``[C, X]``).
