@@ -35,7 +35,10 @@ import pytest
 import torch
 from scipy.special import ndtr
 
-from gittinseval.roots import root_schedule
+from gittinseval.roots import EmpiricalTargetChain, root_schedule
+from gittinseval.roots.grid import chain_grids
+from gittinseval.roots.refined import fine_node_stages
+from gittinseval.roots.stage_grids import StageGrids
 
 SNAPSHOT = Path(__file__).parent / "data" / "root_snapshot.npz"
 REFINED_TOLERANCE = 1e-12
@@ -92,6 +95,23 @@ def record(path: Path = SNAPSHOT) -> None:
 def snapshot():
     with np.load(SNAPSHOT) as stored:
         return {name: stored[name] for name in stored.files}
+
+
+def fine_stages(name: str) -> np.ndarray:
+    """``[H, C]``: the stages whose patch takes fine nodes, per table."""
+    n_examples, batch_size, prior_var, costs, grid_points = CASES[name]
+    chain = EmpiricalTargetChain(n_examples, batch_size, prior_var)
+    sds, stage_costs = chain.step_sds, np.array(costs)[:, None] * chain.batch_sizes[None, :]
+    origin, delta = chain_grids(sds, stage_costs, grid_points)
+    return fine_node_stages(sds, StageGrids.plan(origin, delta, sds, stage_costs, grid_points).deltas)
+
+
+def test_the_cases_cross_the_switch_between_fine_and_coarse_nodes():
+    fine = {name: fine_stages(name) for name in CASES}
+    crossing = {name for name, stages in fine.items() if np.any(np.diff(stages, axis=0))}
+    assert crossing == set(CASES) - {"partial_last_batch_tiny_cost", "tiny_cost"}
+    mixed = {name for name, stages in fine.items() if np.any(stages.any(axis=1) & ~stages.all(axis=1))}
+    assert mixed == {"mixed_b1", "mixed_b4", "mmlu_15_prices"}
 
 
 def test_the_snapshot_holds_every_case(snapshot):

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from gittinseval.roots.chain import EmpiricalTargetChain
-from gittinseval.roots.grid import grid_bottom
+from gittinseval.roots.grid import chain_grids
 from gittinseval.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.roots.refined import refined_roots
 from gittinseval.validation import positive_int
@@ -124,9 +124,6 @@ def root_schedule(
             f"{_SMALLEST_COST_RATIO:g} x the chain's total sd ({total_sd:.3g}) vanishes in double precision; "
             "use a larger lambda or cost"
         )
-    lower = grid_bottom(total_sd, stage_costs.min(axis=1))
-    upper = 1.01 * stage_costs.sum(axis=1) + 5.0 * total_sd
-
-    delta = (upper - lower) / (grid_points - 1)
-    roots = (refined_roots if refine else plain_grid_roots)(lower, delta, sds, stage_costs, grid_points)
+    origin, delta = chain_grids(sds, stage_costs, grid_points)
+    roots = (refined_roots if refine else plain_grid_roots)(origin, delta, sds, stage_costs, grid_points)
     return roots[0] if scalar else roots

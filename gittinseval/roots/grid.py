@@ -86,6 +86,19 @@ def _full_information_root(sd: float, cost: float) -> float:
     return brentq(excess, lo, max(cost, sd), xtol=1e-14 * sd)
 
 
+def chain_grids(sds: np.ndarray, stage_costs: np.ndarray, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Origin and spacing (``[C]``) of each table's grid of ``n_points`` over the whole chain.
+
+    From ``min(-5 S, x_lb)`` to ``1.01 sum_n c_n + 5 S`` with the chain's total sd
+    ``S = sqrt(sum_n sigma_n^2)`` and ``EI_S(x_lb) = min_n c_n`` (:func:`grid_bottom`);
+    ``sds`` ``[H]``, ``stage_costs`` ``[C, H]``.
+    """
+    total_sd = float(np.sqrt(np.sum(sds**2)))
+    lower = grid_bottom(total_sd, stage_costs.min(axis=1))
+    upper = 1.01 * stage_costs.sum(axis=1) + 5.0 * total_sd
+    return lower, (upper - lower) / (n_points - 1)
+
+
 def check_bracket(left_the_grid: bool, stage: int) -> None:
     """Refuse a stage whose continuation value does not change sign on the grid."""
     if left_the_grid:

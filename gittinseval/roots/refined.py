@@ -37,19 +37,28 @@ _FINE_PATCH_RATIO = 8.0
 """A stage takes ``PATCH_NODES`` fine nodes per patch cell while the next step is shorter than this many cells."""
 
 
+def fine_node_stages(sds: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """``[H, C]``: where the patch of ``W_n`` takes ``PATCH_NODES`` fine nodes per grid cell.
+
+    Fine nodes pay only while the next step, ``sigma_{n-1}``, is short against the
+    grid ``W_n`` lies on (stage ``n - 1``'s, of spacings ``deltas[n - 1]``); a longer
+    one averages ``W_n`` over many cells, where the chord correction holds.
+    """
+    fine = np.zeros(deltas.shape, dtype=bool)
+    fine[1:] = sds[:-1, None] < _FINE_PATCH_RATIO * deltas[:-1]
+    return fine
+
+
 def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
                   n_points: int) -> np.ndarray:
     """Roots of the grid model with patches and chord corrections, solved off the grid (``refine=True``)."""
     n_tables = origin.size
     rows = np.arange(n_tables)
     grids = StageGrids.plan(origin, coarsest, sds, stage_costs, n_points)
-    deltas = grids.coarsest[None, :] / 2.0 ** grids.level  # [H, C]
+    deltas = grids.deltas
     chord = chord_weight(sds, deltas)
     fine_chord = chord_weight(sds, deltas / PATCH_NODES)
-    # Fine nodes pay only while the next step is short against the grid W_n lies
-    # on; a longer one averages W over many cells, where the chord correction holds.
-    fine_rows = np.zeros((sds.size, n_tables), dtype=bool)
-    fine_rows[1:] = sds[:-1, None] < _FINE_PATCH_RATIO * deltas[:-1]
+    fine_rows = fine_node_stages(sds, deltas)
 
     grid, delta = grids.points(sds.size - 1, n_points), grids.delta(sds.size - 1)
     values = np.maximum(grid, 0.0)  # W_H(x) = max(x, 0), with its kink at 0

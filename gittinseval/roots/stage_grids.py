@@ -54,6 +54,11 @@ class StageGrids:
         start[level == 0] = 0
         return cls(origin, coarsest, level, start)
 
+    @property
+    def deltas(self) -> np.ndarray:
+        """``[H, C]`` spacings of every stage's grids."""
+        return self.coarsest[None, :] / 2.0 ** self.level
+
     def delta(self, stage: int) -> np.ndarray:
         return self.coarsest / 2.0 ** self.level[stage]
 
