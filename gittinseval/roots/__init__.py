@@ -19,8 +19,8 @@ convolution of the interpolant's slope changes with a kernel that vanishes beyon
 The modules, in reading order:
 
 - :mod:`~gittinseval.roots.chain`: the arm's chain (stages, batch sizes, step sds);
-- :mod:`~gittinseval.roots.grid`: what both paths share (the grid's lower end, the
-  interpolant's slope changes);
+- :mod:`~gittinseval.roots.grid`: what both paths share (the whole chain's grid and
+  its lower end, the interpolant's slope changes, their FFT convolution);
 - :mod:`~gittinseval.roots.plain`: the plain grid program, the reference;
 - :mod:`~gittinseval.roots.refined`: the refined path's stage loop, which builds on
   :mod:`~gittinseval.roots.stage_grids` (per-stage grids),

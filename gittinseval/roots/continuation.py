@@ -81,7 +81,7 @@ def continuation_at_nodes(q: ContinuationNearCells, nodes: np.ndarray, per_cell:
 
     ``q`` is a Gaussian expectation, smooth on the scale ``sigma``: where that
     spans a node cell, the quintic through ``q``, ``q'`` and ``q''`` at the cell's
-    ends (:func:`quintic_hermite`) is within about ``delta (delta / sigma)^5 / 4e4``
+    ends (:func:`~gittinseval.roots.hermite.quintic_hermite`) is within about ``delta (delta / sigma)^5 / 4e4``
     of it, at a seventh of the kernel evaluations; elsewhere ``q`` is evaluated at
     every node.
     """

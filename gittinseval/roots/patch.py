@@ -36,7 +36,7 @@ class Patch:
         D(x) = sum_j kappa_j (x - p_j)_+,   E[D(x + sigma Z)] = sum_j kappa_j EI_sigma(x - p_j),
 
     with ``kappa_j`` the slope changes of ``D``.  Chord corrections (see
-    :func:`chord_weight`): the grid kinks ``d_i`` inside the patch are not
+    :func:`~gittinseval.roots.smoothing.chord_weight`): the grid kinks ``d_i`` inside the patch are not
     curvature of a smooth ``W`` and are exempt from the grid's, so
     ``+ w sum_i e_i d_i phi_s(x - xi_i)`` adds it back (``e_i = 1``, or
     ``1/2`` at an upper end above which ``W`` is smooth: a kink's curvature spans
@@ -129,7 +129,7 @@ def add_patch_smoothing(smoothed, patch_terms: HingeSum, patch: Patch, grid, del
     several of a table's cells, it is evaluated with two derivatives at every
     ``stride``-th point of the window (``stride delta <= sigma / 2``, so about 32
     points per table whatever its spacing) and filled in by quintic Hermite
-    interpolation (:func:`quintic_hermite`), within about ``1e-6 sigma`` of its
+    interpolation (:func:`~gittinseval.roots.hermite.quintic_hermite`), within about ``1e-6 sigma`` of its
     slope changes.  Tables evaluated at every point and interpolated ones are
     handled apart, each group on windows as long as its own longest.
     """

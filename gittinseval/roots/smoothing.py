@@ -93,7 +93,7 @@ def smooth_on_grid(values: np.ndarray, kinks: np.ndarray, delta: np.ndarray, sig
 
     ``E[G(x + sigma Z)] = G(x) + sum_i d_i h_sigma(x - xi_i)`` for the extended
     interpolant ``G = w_0 + sum_i d_i (. - xi_i)_+`` (the FFT sum of
-    :func:`gaussian_smoothing`), where
+    :func:`~gittinseval.roots.plain.gaussian_smoothing`), where
     ``h_sigma(z) = EI_sigma(z) - max(z, 0) = sigma^2 phi_sigma(z) - |z| Phi(-|z| / sigma)``
     vanishes beyond ``TAIL`` sds, so at the grid points
 

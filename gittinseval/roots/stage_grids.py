@@ -17,7 +17,7 @@ class StageGrids:
     """Nested uniform grids, one per stage and table, each as fine as its stage allows.
 
     Stage ``n`` needs its grid to span ``[min(-5 S_n, x_n), 1.01 C_n + 5 S_n]``: the
-    rule of :func:`root_schedule` with the chain's remaining sd
+    rule of :func:`~gittinseval.roots.grid.chain_grids` with the chain's remaining sd
     ``S_n = sqrt(sum_{m >= n} sigma_m^2)``, remaining cost ``C_n = sum_{m >= n} c_m``
     and full-information bound ``EI_{S_n}(x_n) = c_n`` (widened, going backwards,
     to every later stage's span).  Late stages of a long chain need a span of a few
