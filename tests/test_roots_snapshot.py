@@ -123,7 +123,8 @@ def test_refined_roots_match_the_snapshot(snapshot, name):
     ours, stored = roots_of(name, refine=True), snapshot[name][0]
     assert ours.shape == stored.shape
     gap = np.abs(ours - stored)
-    assert gap.max() <= REFINED_TOLERANCE, f"stage {np.unravel_index(gap.argmax(), gap.shape)}: {gap.max():.3g}"
+    table, stage = np.unravel_index(gap.argmax(), gap.shape)
+    assert gap.max() <= REFINED_TOLERANCE, f"table {table}, stage {stage}: the root moved by {gap.max():.3g}"
 
 
 @pytest.mark.parametrize("name", CASES)
