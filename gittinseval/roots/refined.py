@@ -51,7 +51,7 @@ def fine_node_stages(sds: np.ndarray, deltas: np.ndarray) -> np.ndarray:
 
 def refined_roots(origin: np.ndarray, coarsest: np.ndarray, sds: np.ndarray, stage_costs: np.ndarray,
                   n_points: int) -> np.ndarray:
-    """Roots of the grid model with patches and chord corrections, solved off the grid (``refine=True``)."""
+    """The roots ``[C, H]``, by the steps above, from the whole chain's grids ``origin + j coarsest`` (``[C]``)."""
     n_tables = origin.size
     rows = np.arange(n_tables)
     grids = StageGrids.plan(origin, coarsest, sds, stage_costs, n_points)
