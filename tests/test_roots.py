@@ -1,52 +1,16 @@
-"""Root schedules against closed forms, direct summation and an independent solver."""
+"""Root schedules (the public root_schedule and the chain) against closed forms and independent solvers."""
 
 import math
 
 import numpy as np
 import pytest
-import torch
+from roots_reference import ei, extended_linear, normal_quadrature
 from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.signal import fftconvolve
-from scipy.special import ndtr
 from scipy.stats import norm
 
-import gittinseval.roots as roots_module
-from gittinseval.roots import (
-    _TAIL,
-    EmpiricalTargetChain,
-    _chord_weight,
-    _ContinuationNearCells,
-    _full_information_bounds,
-    _full_information_lower_bound,
-    _HingeSum,
-    _interpolant_kinks,
-    _normal_cdf,
-    _quintic_hermite,
-    _smooth_on_grid,
-    _StageGrids,
-    expected_improvement,
-    gaussian_smoothing,
-    root_schedule,
-)
-
-
-def ei(z, sigma):
-    return z * norm.cdf(z / sigma) + sigma * norm.pdf(z / sigma)
-
-
-def extended_linear(x, grid, values):
-    """The piecewise-linear W on the grid, slope 0 on the left and 1 on the right."""
-    inside = np.interp(x, grid, values)
-    return np.where(x > grid[-1], values[-1] + (x - grid[-1]), inside)
-
-
-def normal_quadrature(n_nodes: int = 1601, width: float = 8.0):
-    """Trapezoidal nodes and weights of the standard normal on [-width, width]."""
-    z = np.linspace(-width, width, n_nodes)
-    weights = norm.pdf(z) * (z[1] - z[0])
-    weights[[0, -1]] /= 2
-    return z, weights / weights.sum()
+from gittinseval.roots import EmpiricalTargetChain, root_schedule
 
 
 def quadrature_roots(chain: EmpiricalTargetChain, cost: float, n_grid: int = 3001):
@@ -82,6 +46,20 @@ def test_chain_schedule_has_partial_last_batch():
     np.testing.assert_allclose(chain.latent_vars, 1 / (1 / 0.04 + seen / 0.25))
 
 
+def test_step_sds_of_a_tiny_chain_worked_by_hand():
+    # N = 4, B = 2, v0 = 0.04, tau^2 = 1/4: a = 1 + 0.25 / 0.16 = 2.5625,
+    # v_0 = 0.04, v_1 = 1 / (25 + 8) = 1/33,
+    # sigma_0 = 2.5625 * 0.04 / sqrt(0.04 + 0.125)   = 0.252338...,
+    # sigma_1 = 2.5625 / 33 / sqrt(1/33 + 0.125)     = 0.197042...
+    chain = EmpiricalTargetChain(4, 2, 0.04)
+    np.testing.assert_array_equal(chain.batch_sizes, [2.0, 2.0])
+    np.testing.assert_allclose(chain.latent_vars, [0.04, 1 / 33], rtol=1e-14)
+    assert chain.target_scale == pytest.approx(2.5625, rel=1e-14)
+    np.testing.assert_allclose(chain.step_sds, [0.252338, 0.197042], atol=1e-6)
+    # The steps of M add up to the prior variance of the full-row mean, v0 + tau^2 / N.
+    assert np.sum(chain.step_sds**2) == pytest.approx(0.04 + 0.25 / 4, rel=1e-12)
+
+
 @pytest.mark.parametrize("cost", [1e-5, 1e-4, 1e-3, 1e-2])
 @pytest.mark.parametrize("n_examples", [4, 8, 32])
 def test_single_stage_matches_closed_form(cost, n_examples):
@@ -92,117 +70,6 @@ def test_single_stage_matches_closed_form(cost, n_examples):
     root = root_schedule(n_examples, n_examples, 0.04, cost)
     assert root.shape == (1,)
     assert root[0] == pytest.approx(exact, abs=2e-5)
-
-
-def test_fft_smoothing_matches_direct_summation():
-    rng = np.random.default_rng(0)
-    n_points, delta, sigma = 65, 0.013, 0.05
-    grid = -0.4 + delta * np.arange(n_points)
-    values = np.stack([np.maximum(grid, 0.0), np.maximum(0, np.cumsum(rng.uniform(0, 1, n_points)) * delta - 0.2)])
-    deltas = torch.tensor([delta, delta], dtype=torch.float64)
-    smoothed = gaussian_smoothing(torch.tensor(values), deltas, sigma).numpy()
-    for row, w in zip(smoothed, values, strict=True):
-        slopes = np.concatenate([[0.0], np.diff(w) / delta, [1.0]])
-        kinks = np.diff(slopes)
-        direct = [w[0] + sum(kinks[i] * ei((j - i) * delta, sigma) for i in range(n_points)) for j in range(n_points)]
-        np.testing.assert_allclose(row, direct, rtol=0, atol=1e-13)
-
-
-def test_fft_smoothing_is_the_gaussian_expectation_of_the_extension():
-    # Independent of the EI formula: integrate the extended W against the normal density.
-    n_points, delta, sigma = 101, 0.01, 0.07
-    grid = -0.5 + delta * np.arange(n_points)
-    values = np.maximum(0.0, (grid + 0.1) ** 3 + 0.3 * np.maximum(grid, 0))
-    deltas = torch.tensor([delta], dtype=torch.float64)
-    smoothed = gaussian_smoothing(torch.tensor(values[None]), deltas, sigma).numpy()[0]
-    z = np.linspace(-9, 9, 200001)
-    density = norm.pdf(z)
-    for j in (0, 17, 50, 99):
-        expected = np.trapezoid(extended_linear(grid[j] + sigma * z, grid, values) * density, z)
-        assert smoothed[j] == pytest.approx(expected, abs=1e-8)
-
-
-@pytest.mark.parametrize("ratio", [0.05, 0.3, 0.8, 1.0, 1.7, 4.0])
-def test_chord_weight_is_the_mean_chord_gap_after_a_gaussian_step(ratio):
-    # w = delta^2 / 2 E[g(frac(r Z))], g(t) = t (1 - t): integrated cell by cell, no series.
-    delta = 0.01
-    edges = np.arange(-math.ceil(9 * ratio) - 1, math.ceil(9 * ratio) + 2) / ratio  # frac(r z) restarts at z = m / r
-    inside = edges[(edges > -9) & (edges < 9)]
-    pieces = np.concatenate([[-9.0], inside, [9.0]])
-    expected = sum(
-        quad(lambda z: (r := np.mod(ratio * z, 1.0)) * (1 - r) * norm.pdf(z), a, b, epsabs=1e-14)[0]
-        for a, b in zip(pieces[:-1], pieces[1:], strict=True)
-    )
-    weight = _chord_weight(np.array([ratio * delta]), np.array([delta]))[0, 0]
-    assert weight == pytest.approx(delta**2 / 2 * expected, rel=1e-9)
-
-
-def test_chord_correction_removes_the_second_order_error_of_the_chords():
-    # A smooth W with the grid's extensions (slope 0 far left, 1 far right): softplus.
-    scale, sigma = 0.05, 0.02
-    exact_w = lambda x: scale * np.logaddexp(0.0, x / scale)  # noqa: E731
-    z, weights = normal_quadrature(20001, 10.0)
-    errors = {}
-    for n_points in (201, 401):
-        grid = np.linspace(-1.0, 1.0, n_points)
-        delta = np.array([grid[1] - grid[0]])
-        values = exact_w(grid)[None]
-        exact = exact_w(grid[:, None] + sigma * z[None, :]) @ weights
-        kinks = _interpolant_kinks(values, delta)
-        for label, weight in (("chords", np.zeros(1)), ("corrected", _chord_weight(np.array([sigma]), delta)[0])):
-            errors[label, n_points] = np.abs(_smooth_on_grid(values, kinks, delta, sigma, weight)[0] - exact).max()
-    assert errors["corrected", 201] < errors["chords", 201] / 30
-    # Second order left: halving delta cuts the chords' error by 4, the corrected one by about 16.
-    assert errors["chords", 201] / errors["chords", 401] == pytest.approx(4.0, rel=0.05)
-    assert errors["corrected", 201] / errors["corrected", 401] > 10.0
-
-
-@pytest.mark.parametrize("sigma", [0.004, 0.03, 0.4])
-def test_short_convolution_is_the_fft_smoothing_less_the_chord_correction(sigma):
-    rng = np.random.default_rng(1)
-    n_points, delta = 129, 0.01
-    grid = -0.6 + delta * np.arange(n_points)
-    values = np.stack([np.maximum(grid, 0.0), np.maximum(0, np.cumsum(rng.uniform(0, 1, n_points)) * delta - 0.3)])
-    deltas = np.array([delta, delta])
-    weight = np.array([2e-5, 5e-6])
-    kinks = _interpolant_kinks(values, deltas)
-    assert np.all(kinks[:, :20] == 0)  # W = 0 on the left: the convolution starts at the first kink
-    fft = gaussian_smoothing(torch.tensor(values), torch.tensor(deltas), sigma).numpy()
-    offsets = (np.arange(n_points)[:, None] - np.arange(n_points)[None, :]) * delta
-    width = max(sigma, delta)  # the chord correction's density never narrower than a cell
-    density = norm.pdf(offsets / width) / width
-    # Both tables in one FFT, and each alone (a direct convolution).
-    for rows in ([0, 1], [0], [1]):
-        ours = _smooth_on_grid(values[rows], kinks[rows], deltas[rows], sigma, weight[rows])
-        for ours_row, row in zip(ours, rows, strict=True):
-            expected = fft[row] - weight[row] * density @ kinks[row]
-            np.testing.assert_allclose(ours_row, expected, rtol=0, atol=1e-13)
-
-
-@pytest.mark.parametrize("ratio", [0.02, 0.07, 0.3, 1.0, 3.0])
-def test_chord_correction_never_amplifies_a_grid_scale_oscillation(ratio):
-    # Over thousands of stages a factor above 1 on the sawtooth mode blows the program up.
-    n_points, delta = 201, 0.01
-    grid = -1.0 + delta * np.arange(n_points)
-    smooth = 0.1 * np.logaddexp(0.0, grid / 0.1)[None]
-    sawtooth = 1e-6 * (-1.0) ** np.arange(n_points)
-    sigma, deltas = ratio * delta, np.array([delta])
-    weight = _chord_weight(np.array([sigma]), deltas)[0]
-    out = [_smooth_on_grid(w, _interpolant_kinks(w, deltas), deltas, sigma, weight)[0]
-           for w in (smooth, smooth + sawtooth)]
-    interior = slice(50, 150)
-    assert np.abs((out[1] - out[0])[interior]).max() <= 1e-6
-
-
-@pytest.mark.parametrize("size", [7, 5000])  # both sides of the switch to torch's erfc
-def test_normal_cdf_matches_scipy(size):
-    u = np.linspace(-40, 12, size).reshape(1, -1)
-    np.testing.assert_allclose(_normal_cdf(u), ndtr(u), rtol=5e-13, atol=1e-300)
-
-
-def test_expected_improvement_formula():
-    z = torch.linspace(-1, 1, 11, dtype=torch.float64)
-    np.testing.assert_allclose(expected_improvement(z, 0.3).numpy(), ei(z.numpy(), 0.3), atol=1e-15)
 
 
 @pytest.mark.parametrize("cost", [2e-5, 3e-4, 4e-3])
@@ -390,124 +257,6 @@ def test_every_refined_root_matches_a_fine_grid_solver(n_examples, batch_size, c
     assert np.all(errors <= tolerance), (errors / tolerance).max()
 
 
-def test_quintic_hermite_reproduces_quintics():
-    rng = np.random.default_rng(3)
-    coefficients = rng.normal(size=(2, 6))
-    ends = np.sort(rng.uniform(-1, 1, size=(2, 4)), axis=1)
-    polys = [np.poly1d(c) for c in coefficients]
-    value, slope, curvature = (np.stack([p.deriv(k)(e) for p, e in zip(polys, ends, strict=True)]) for k in range(3))
-    ours = _quintic_hermite(ends, value, slope, curvature, 5)
-    for row, p in enumerate(polys):
-        cells = zip(ends[row, :-1], ends[row, 1:], strict=True)
-        nodes = np.concatenate([np.linspace(a, b, 6)[:-1] for a, b in cells] + [ends[row, -1:]])
-        np.testing.assert_allclose(ours[row], p(nodes), rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize(
-    "n_examples, batch_size, prior_var, cost",
-    [(120, 2, 0.04, 1e-4), (500, 1, 0.005, 1e-4), (1534, 8, 0.04, 1e-4),
-     (1534, 8, 0.04, np.array([3e-6, 1e-4, 5e-4]))],  # tables of different strides in one call
-)
-def test_interpolated_expectations_leave_the_roots_unchanged(monkeypatch, n_examples, batch_size, prior_var, cost):
-    # The patch's expectation on the grid and q at the patch nodes are interpolated
-    # (quintic Hermite) where sigma spans several cells; evaluated directly, the roots move by far below 1 %.
-    interpolated = root_schedule(n_examples, batch_size, prior_var, cost)
-    monkeypatch.setattr(roots_module, "_MIN_STRIDE", 10**9)
-    monkeypatch.setattr(roots_module, "_continuation_at_nodes",
-                        lambda q, nodes, per_cell, tables: q(nodes, derivatives=0)[0])
-    direct = root_schedule(n_examples, batch_size, prior_var, cost)
-    stage_costs = np.atleast_1d(cost)[:, None] * EmpiricalTargetChain(n_examples, batch_size, prior_var).batch_sizes
-    assert np.all(np.abs(np.atleast_2d(interpolated - direct)) < 1e-6 * stage_costs.min(axis=1, keepdims=True))
-
-
-@pytest.mark.parametrize("one_width", [True, False])
-def test_hinge_sum_and_its_derivatives_match_scipy(one_width):
-    # F = sum_j h_j EI_sigma(x - p_j) - g_j phi_{s_j}(x - p_j); the derivatives from
-    # norm.pdf's closed forms in z, and the first also by central differences of F.
-    rng = np.random.default_rng(7)
-    sigma, shape = 0.3, (3, 9)
-    points, hinge, density = rng.normal(size=shape), rng.normal(size=shape), rng.normal(size=shape)
-    widths = np.full(shape, sigma) if one_width else rng.choice([sigma, 0.45, 0.8], size=shape)
-    sums = _HingeSum(points, hinge, density, sigma, widths)
-    assert sums.uniform == one_width
-    x = rng.normal(size=(3, 5))
-    z, h, g, s = x[:, :, None] - points[:, None, :], hinge[:, None, :], density[:, None, :], widths[:, None, :]
-    phi_sigma, phi_s = norm.pdf(z, scale=sigma), norm.pdf(z, scale=s)
-
-    def value(at):
-        shifted = at[:, :, None] - points[:, None, :]
-        return (h * ei(shifted, sigma)).sum(-1) - (g * norm.pdf(shifted, scale=s)).sum(-1)
-
-    expected = [
-        value(x),
-        (h * norm.cdf(z / sigma)).sum(-1) + (g * z / s**2 * phi_s).sum(-1),
-        (h * phi_sigma).sum(-1) - (g * (z**2 / s**4 - 1 / s**2) * phi_s).sum(-1),
-        -(h * z / sigma**2 * phi_sigma).sum(-1) - (g * (3 * z / s**4 - z**3 / s**6) * phi_s).sum(-1),
-    ]
-    ours = sums(x, derivatives=3)
-    for order, (mine, theirs) in enumerate(zip(ours, expected, strict=True)):
-        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12, err_msg=f"derivative {order}")
-    step = 1e-5
-    np.testing.assert_allclose(ours[1], (value(x + step) - value(x - step)) / (2 * step), rtol=0, atol=1e-8)
-    for order in range(3):
-        np.testing.assert_array_equal(sums(x, derivatives=order)[order], ours[order])
-
-
-def test_continuation_off_the_grid_sums_every_kink_of_a_function_zero_below_a_point():
-    # W = max(q, 0) has no kinks below the last root, so the window of kinks starts at
-    # the first non-zero one, well above the 8 sds below the cells it would otherwise take.
-    n_points, delta, sigma, chord, cost = 400, 0.01, 0.03, 2e-5, 0.004
-    grid = -1.0 + delta * np.arange(n_points)[None, :]
-    values = np.maximum(grid + 0.195, 0.0) ** 1.5  # its zero inside a cell
-    kinks = _interpolant_kinks(values, np.array([delta]))
-    first_kink = int(np.argmax(kinks[0] != 0))
-    first_cell = np.array([first_kink + 3])
-    assert first_kink > 0 and first_cell[0] - _TAIL * sigma / delta < first_kink  # the trimming is active
-    empty = np.zeros((1, 0))
-    q = _ContinuationNearCells(values, kinks, grid, np.array([delta]), sigma, np.array([cost]), np.array([chord]),
-                               _HingeSum(empty, empty, empty, sigma, empty), first_cell, 5)
-    x = grid[0, first_cell[0]] + delta * np.linspace(0.0, 5.0, 23)
-    expected = [values[0, 0] - cost + np.sum(kinks[0] * (ei(z, sigma) - chord * norm.pdf(z, scale=sigma)))
-                for z in x[:, None] - grid]
-    np.testing.assert_allclose(q(x[None, :], derivatives=0)[0][0], expected, rtol=0, atol=1e-14)
-
-
-def test_full_information_bounds_match_the_scalar_solver():
-    sds = np.array([0.2, 0.01, 3e-4])
-    costs = np.array([[1e-9], [1e-4], [0.05]])
-    bounds = _full_information_bounds(sds[None, :], costs)
-    for (row, col), bound in np.ndenumerate(bounds):
-        expected = min(0.0, _full_information_lower_bound(sds[col], costs[row, 0]))
-        assert bound == pytest.approx(expected, abs=1e-12 * sds[col])
-
-
-def test_stage_grids_are_nested_and_hold_every_stage():
-    chain = EmpiricalTargetChain(1534, 8, 0.04)
-    sds, stage_costs = chain.step_sds, 1e-6 * chain.batch_sizes[None, :]
-    total = float(np.sqrt(np.sum(sds**2)))
-    origin = np.array([min(-5 * total, _full_information_lower_bound(total, stage_costs.min()))])
-    coarsest = (1.01 * stage_costs.sum() + 5 * total - origin) / 1024
-    grids = _StageGrids.plan(origin, coarsest, sds, stage_costs, 1025)
-    levels = grids.level[:, 0]
-    assert levels[0] == 0 and levels[-1] > 5 and np.all(np.diff(levels) >= 0)
-    np.testing.assert_array_equal(grids.points(0, 1025), origin[:, None] + coarsest * np.arange(1025))
-    remaining_sd = np.sqrt(np.cumsum(sds[::-1] ** 2)[::-1])
-    remaining_cost = np.cumsum(stage_costs[0, ::-1])[::-1]
-    for stage in range(chain.horizon):
-        points = grids.points(stage, 1025)[0]
-        # Every root lies between the full-information bound and the remaining cost.
-        assert points[0] <= _full_information_lower_bound(remaining_sd[stage], stage_costs[0, stage])
-        assert points[-1] >= remaining_cost[stage] + 5 * remaining_sd[stage]
-        if stage and levels[stage] != levels[stage - 1]:
-            coarser = grids.points(stage - 1, 1025)[0]
-            shared = coarser[(coarser >= points[0]) & (coarser <= points[-1])]
-            assert np.abs(shared[:, None] - points[None, :]).min(axis=1).max() < 1e-12 * total
-            # W_n = max(x - a, 0) with its kink on the finer grid moves over exactly.
-            kink = points[500]
-            moved = grids.transfer(np.maximum(points - kink, 0.0)[None], stage)[0]
-            np.testing.assert_allclose(moved, np.maximum(coarser - kink, 0.0), rtol=0, atol=1e-12 * total)
-
-
 @pytest.mark.slow
 def test_refined_last_root_of_a_long_benchmark_has_the_right_sign():
     # 12 x 41,871: the plain grid gives -0.00128 for a root of +0.0007.
@@ -515,46 +264,6 @@ def test_refined_last_root_of_a_long_benchmark_has_the_right_sign():
     exact = nested_quadrature_roots(chain, 1e-4, 1)[chain.horizon - 1]
     assert exact > 0
     assert root_schedule(41871, 8, 0.04, 1e-4)[-1] == pytest.approx(exact, abs=1e-6)
-
-
-def plain_grid_roots(n_examples, batch_size, prior_var, cost, grid_points):
-    """The plain-grid program by direct O(P^2) summation: the same grid, no FFT, no refinement."""
-    chain = EmpiricalTargetChain(n_examples, batch_size, prior_var)
-    sds, stage_costs = chain.step_sds, cost * chain.batch_sizes
-    total = float(np.sqrt(np.sum(sds**2)))
-    lower = min(-5 * total, brentq(lambda x: ei(x, total) - stage_costs.min(), -50 * total, total))
-    grid = np.linspace(lower, 1.01 * stage_costs.sum() + 5 * total, grid_points)
-    delta = grid[1] - grid[0]
-    values = np.maximum(grid, 0.0)
-    roots = np.empty(chain.horizon)
-    for stage in range(chain.horizon - 1, -1, -1):
-        kinks = np.diff(np.concatenate([[0.0], np.diff(values) / delta, [1.0]]))
-        smoothed = values[0] + ei(grid[:, None] - grid[None, :], sds[stage]) @ kinks
-        q = smoothed - stage_costs[stage]
-        first = int(np.argmax(q >= 0))
-        roots[stage] = grid[first - 1] - delta * q[first - 1] / (q[first] - q[first - 1])
-        values = np.maximum(q, 0.0)
-    return roots
-
-
-def test_unrefined_roots_are_the_plain_grid_program():
-    expected = plain_grid_roots(60, 8, 0.04, 1e-3, 129)
-    np.testing.assert_allclose(root_schedule(60, 8, 0.04, 1e-3, grid_points=129, refine=False), expected,
-                               rtol=0, atol=1e-12)
-
-
-def test_step_sds_of_a_tiny_chain_worked_by_hand():
-    # N = 4, B = 2, v0 = 0.04, tau^2 = 1/4: a = 1 + 0.25 / 0.16 = 2.5625,
-    # v_0 = 0.04, v_1 = 1 / (25 + 8) = 1/33,
-    # sigma_0 = 2.5625 * 0.04 / sqrt(0.04 + 0.125)   = 0.252338...,
-    # sigma_1 = 2.5625 / 33 / sqrt(1/33 + 0.125)     = 0.197042...
-    chain = EmpiricalTargetChain(4, 2, 0.04)
-    np.testing.assert_array_equal(chain.batch_sizes, [2.0, 2.0])
-    np.testing.assert_allclose(chain.latent_vars, [0.04, 1 / 33], rtol=1e-14)
-    assert chain.target_scale == pytest.approx(2.5625, rel=1e-14)
-    np.testing.assert_allclose(chain.step_sds, [0.252338, 0.197042], atol=1e-6)
-    # The steps of M add up to the prior variance of the full-row mean, v0 + tau^2 / N.
-    assert np.sum(chain.step_sds**2) == pytest.approx(0.04 + 0.25 / 4, rel=1e-12)
 
 
 def test_tiny_costs_work_and_vanishing_costs_are_refused():
