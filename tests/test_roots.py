@@ -145,7 +145,7 @@ def test_roots_are_finite_for_large_horizons():
         ({"prior_var": 0.0}, "prior_var must be positive and finite"),
         ({"prior_var": float("nan")}, "prior_var must be positive and finite"),
         ({"cost_per_example": -1.0}, "cost_per_example must be positive"),
-        ({"cost_per_example": [1e-4, 0.0]}, "bad entries at \\[1\\]"),
+        ({"cost_per_example": [1e-4, 0.0]}, "cost_per_example must be positive and finite; bad entries \\[1\\]"),
         ({"cell_var": 0.0}, "cell_var must be positive and finite"),
         ({"grid_points": 2}, "grid_points must be at least 3"),
     ],

@@ -41,7 +41,8 @@ from gittinseval.roots.chain import EmpiricalTargetChain
 from gittinseval.roots.grid import chain_grids
 from gittinseval.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.roots.refined import refined_roots
-from gittinseval.validation import positive_int
+from gittinseval.threads import active_threads, torch_threads
+from gittinseval.validation import positive_finite_values, positive_int
 
 __all__ = [
     "EmpiricalTargetChain",
@@ -63,6 +64,7 @@ def root_schedule(
     cell_var: float = 0.25,
     grid_points: int = 1025,
     refine: bool = True,
+    threads: int | None = None,
 ) -> np.ndarray:
     """Gittins stopping roots ``r_n`` of the empirical-target chain, one table per cost.
 
@@ -98,6 +100,9 @@ def root_schedule(
         grid_points: ``P``, the number of grid points (at least 3).
         refine: solve the roots off the grid (see above); ``False`` reproduces the
             plain-grid roots exactly.
+        threads: torch threads for the FFTs; ``None``: the count of the run that
+            calls it (:func:`~gittinseval.threads.torch_threads`), else one, since a
+            second thread beside any busy process makes the tables several times slower.
 
     Returns:
         Float64 array of shape ``[len(costs), H]`` (``[H]`` for a float cost) with
@@ -111,9 +116,7 @@ def root_schedule(
     costs = np.atleast_1d(np.asarray(cost_per_example, dtype=np.float64))
     if costs.ndim != 1 or costs.size == 0:
         raise ValueError(f"cost_per_example must be a float or a non-empty 1-D array, got shape {costs.shape}")
-    if not np.all(np.isfinite(costs)) or np.any(costs <= 0):
-        bad = np.flatnonzero(~(np.isfinite(costs) & (costs > 0)))
-        raise ValueError(f"cost_per_example must be positive and finite; bad entries at {bad.tolist()}")
+    costs = positive_finite_values(costs, "cost_per_example")
 
     sds = chain.step_sds
     total_sd = float(np.sqrt(np.sum(sds**2)))
@@ -125,5 +128,6 @@ def root_schedule(
             "use a larger lambda or cost"
         )
     origin, delta = chain_grids(sds, stage_costs, grid_points)
-    roots = (refined_roots if refine else plain_grid_roots)(origin, delta, sds, stage_costs, grid_points)
+    with torch_threads(active_threads() if threads is None else threads):
+        roots = (refined_roots if refine else plain_grid_roots)(origin, delta, sds, stage_costs, grid_points)
     return roots[0] if scalar else roots
