@@ -215,13 +215,22 @@ def curve_colors(labels: list[str]) -> dict[str, tuple[float, float, float]]:
 
 
 def cost_ticks(low: float, high: float, log_cost: bool = True) -> list[float]:
-    """Cost-axis ticks (% of exhaustive) in ``[low, high]``: 1, 2, 5, 10, ... and, on a log axis,
-    the same 1-2-5 steps in every decade down to ``low``; on a linear axis 0 and the steps
-    of at least a fifteenth of ``high`` (finer ones would crowd the origin)."""
+    """Cost-axis ticks (% of exhaustive) in ``[low, high]``: the paper's 1, 2, 5, 10.
+
+    On a log axis the 1-2-5 steps run through the three decades up to ``high`` (0.1 to
+    10 for a 10 % budget) and only the powers of ten below, whose 1-2-5 labels would
+    overlap; on a linear axis the ticks are 0 and the steps of at least a fifteenth of
+    ``high`` (finer ones would crowd the origin).
+    """
     if not 0 < high or not low <= high:
         raise ValueError(f"cost axis limits must satisfy low <= high and high > 0, got [{low}, {high}]")
+    top = math.floor(math.log10(high))  # the decade of the highest tick
     first = math.floor(math.log10(low)) if log_cost and low > 0 else math.floor(math.log10(high / 15))
-    steps = [step * 10.0**decade for decade in range(first, math.ceil(math.log10(high)) + 1) for step in TICK_STEPS]
+    steps = [
+        step * 10.0**decade
+        for decade in range(first, top + 1)
+        for step in (TICK_STEPS if decade >= top - 2 or not log_cost else TICK_STEPS[:1])
+    ]
     ticks = [round(t, 12) for t in steps if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
     if not log_cost:
         ticks = ([0.0] if low <= 0 else []) + [t for t in ticks if t >= high / 15]

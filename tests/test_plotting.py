@@ -119,8 +119,8 @@ def test_unit_and_cost_aware_side_by_side_with_one_colour_per_method(tmp_path, s
     assert by_method[0] == {"GittinsEval-S": "#d62728", "SySRs": "#2ca02c", "UCB-E": "#ff7f0e"}
     assert by_method[1] == {"UCB-E": "#ff7f0e", "GittinsEval-S": "#d62728"}
     for ax in (unit, aware):
-        assert list(ax.get_xticks()) == [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10]
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10"]
+        assert list(ax.get_xticks()) == [0.1, 0.2, 0.5, 1, 2, 5, 10]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.2", "0.5", "1", "2", "5", "10"]
 
 
 def test_curve_colors_fix_each_method_and_shade_its_variants():
@@ -143,7 +143,8 @@ def test_curve_colors_fix_each_method_and_shade_its_variants():
 @pytest.mark.parametrize(
     ("low", "high", "log_cost", "expected"),
     [
-        (0.01, 10.4, True, [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10]),
+        (0.01, 10.4, True, [0.01, 0.1, 0.2, 0.5, 1, 2, 5, 10]),
+        (0.0004, 10, True, [0.001, 0.01, 0.1, 0.2, 0.5, 1, 2, 5, 10]),
         (0.3, 10, True, [0.5, 1, 2, 5, 10]),
         (0.0, 10.2, False, [0, 1, 2, 5, 10]),
         (0.002, 10.0, False, [1, 2, 5, 10]),
