@@ -7,6 +7,11 @@ outside its own observed range (no extrapolation).  The curve is the mean over
 the runs present at a grid point, the band one standard error, and the dashed
 line the mean cost at which the stopping signal fired.
 
+Figures follow the paper's layout: a benchmark's unit-cost and cost-aware panels
+side by side in one figure (:func:`plot_panels`), one fixed colour per method in
+every figure (:func:`curve_colors`), and cost-axis ticks at 1, 2, 5 and 10 % (and
+the same 1-2-5 steps in the decades below on a log axis).
+
 Configuration-level BO runs (their summary's ``hyperparameters`` carry
 ``n_initial``, the size of the random initial design) are aggregated as the
 paper does: each run's initial-design segment is dropped, its remaining
@@ -19,6 +24,7 @@ own end, so every run counts at every grid point.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,11 +35,30 @@ import numpy as np
 from gittinseval.simulator import RunResult
 
 __all__ = [
-    "RegretCurve", "aggregate_group", "aggregate_runs", "find_runs", "plot_arm_quality", "plot_curves", "plot_sweep",
-    "plot_wall_times",
+    "METHOD_COLORS", "RegretCurve", "aggregate_group", "aggregate_runs", "cost_ticks", "curve_colors", "find_runs",
+    "plot_arm_quality", "plot_curves", "plot_panels", "plot_sweep", "plot_wall_times",
 ]
 
 GRID_POINTS = 350
+
+# One colour per method, the same in every figure (matplotlib's tab10 and black).
+METHOD_COLORS = {
+    "GittinsEval-S": "#d62728",
+    "GittinsEval-G": "#1f77b4",
+    "GittinsEval-EB": "#9467bd",
+    "UCB-E": "#ff7f0e",
+    "UCB-E-LRF": "#8c564b",
+    "SySRs": "#2ca02c",
+    "PromptEval": "#e377c2",
+    "PBGI": "#bcbd22",
+    "LogEI": "#17becf",
+    "LogEIPC": "#7f7f7f",
+    "Uniform": "#000000",
+}
+# Methods missing from METHOD_COLORS take these in order of first appearance in a figure.
+SPARE_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+# The paper's cost-axis ticks (% of the exhaustive cost): 1-2-5 steps.
+TICK_STEPS = (1.0, 2.0, 5.0)
 
 
 @dataclass
@@ -150,24 +175,73 @@ def aggregate_runs(
     return [aggregate_group(label, members, grid_points, log_grid) for (_, label), members in groups.items()]
 
 
-def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log_cost: bool = True) -> Path:
-    """Draw regret against cost % with ±1 SE bands and dashed mean stopping lines.
+def _method(label: str) -> str:
+    """The method of a curve label: the label without its swept settings ("GittinsEval-S λ=0.001")."""
+    return label.split(" ")[0]
 
-    Each curve is solid where every run of its group has reached that cost and
-    dotted where the mean is over fewer runs; the legend gives each curve's run
-    count, mean stopping cost and the number of runs whose signal fired.
 
-    ``log_cost`` puts the cost on a log axis: most of the regret falls below 1-2 %
-    of the exhaustive cost, which a linear axis up to 10 % squeezes into its left edge.
+def _shade(color: str, amount: float) -> tuple[float, float, float]:
+    """``color`` mixed with white (``amount`` > 0) or black (< 0) by ``|amount|`` in [0, 1]."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.asarray(to_rgb(color))
+    target = 1.0 if amount > 0 else 0.0
+    return tuple(float(c) for c in rgb + abs(amount) * (target - rgb))
+
+
+def curve_colors(labels: list[str]) -> dict[str, tuple[float, float, float]]:
+    """The colour of each curve label: its method's fixed colour (:data:`METHOD_COLORS`).
+
+    Curves of one method that differ in a swept setting (the sensitivity studies,
+    the recommendation ablation) share the method's hue, from dark to light in
+    the order given; a method not in :data:`METHOD_COLORS` takes the next
+    :data:`SPARE_COLORS` entry.
     """
-    import matplotlib
+    from matplotlib.colors import to_rgb
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    variants: dict[str, list[str]] = defaultdict(list)
+    for label in dict.fromkeys(labels):
+        variants[_method(label)].append(label)
+    spare = iter(SPARE_COLORS * (1 + len(variants) // len(SPARE_COLORS)))
+    colors = {}
+    for method, members in variants.items():
+        base = METHOD_COLORS.get(method) or next(spare)
+        if len(members) == 1:
+            colors[members[0]] = tuple(float(c) for c in to_rgb(base))
+            continue
+        for label, amount in zip(members, np.linspace(-0.45, 0.55, len(members)), strict=True):
+            colors[label] = _shade(base, float(amount))
+    return colors
 
-    fig, ax = plt.subplots(figsize=(9.0, 4.4), dpi=150)
-    for i, curve in enumerate(curves):
-        color = f"C{i % 10}"
+
+def cost_ticks(low: float, high: float, log_cost: bool = True) -> list[float]:
+    """Cost-axis ticks (% of exhaustive) in ``[low, high]``: the paper's 1, 2, 5, 10.
+
+    On a log axis the 1-2-5 steps run through the three decades up to ``high`` (0.1 to
+    10 for a 10 % budget) and only the powers of ten below, whose 1-2-5 labels would
+    overlap; on a linear axis the ticks are 0 and the steps of at least a fifteenth of
+    ``high`` (finer ones would crowd the origin).
+    """
+    if not 0 < high or not low <= high:
+        raise ValueError(f"cost axis limits must satisfy low <= high and high > 0, got [{low}, {high}]")
+    top = math.floor(math.log10(high))  # the decade of the highest tick
+    first = math.floor(math.log10(low)) if log_cost and low > 0 else math.floor(math.log10(high / 15))
+    steps = [
+        step * 10.0**decade
+        for decade in range(first, top + 1)
+        for step in (TICK_STEPS if decade >= top - 2 or not log_cost else TICK_STEPS[:1])
+    ]
+    ticks = [round(t, 12) for t in steps if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
+    if not log_cost:
+        ticks = ([0.0] if low <= 0 else []) + [t for t in ticks if t >= high / 15]
+    return ticks
+
+
+def _draw_curves(ax, curves: list[RegretCurve], colors: dict, log_cost: bool) -> None:
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
+
+    for curve in curves:
+        color = colors[curve.label]
         stop = "no stop" if curve.stop_pct is None else f"stop {curve.stop_pct:.2g}% in {curve.n_stopped}"
         # A mean over only the runs that have reached a cost (the paper's no-extrapolation
         # rule) is drawn dotted: on a log axis the first batches of a few runs would
@@ -184,32 +258,73 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log
         ax.plot(curve.grid, high, color=color, lw=0.5, alpha=0.7)
         if curve.stop_pct is not None:
             ax.axvline(curve.stop_pct, color=color, ls="--", lw=1.0)
+    start = min(float(c.grid[0]) for c in curves)
+    end = max(float(c.grid[-1]) for c in curves)
     if log_cost:
         ax.set_xscale("log")
+    ax.set_xlim(start, end)
+    ticks = cost_ticks(start, end, log_cost)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FixedFormatter([f"{t:g}" for t in ticks]))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("cumulative evaluation cost (% of exhaustive" + (", log scale)" if log_cost else ")"))
-    ax.set_ylabel("simple regret")
-    ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              title="dashed: mean stop; dotted: not all runs yet", title_fontsize="x-small")
+
+
+def plot_panels(
+    panels: list[tuple[str, list[RegretCurve]]], out: str | Path, title: str = "", log_cost: bool = True
+) -> Path:
+    """Draw panels side by side, each regret against cost % with ±1 SE bands and dashed mean stops.
+
+    ``panels`` is a list of ``(panel title, curves)``, e.g. a benchmark's unit-cost and
+    cost-aware curves.  Each curve is solid where every run of its group has reached
+    that cost and dotted where the mean is over fewer runs; each panel's legend gives
+    its curves' run counts, mean stopping costs and the number of runs whose signal
+    fired.  Every method has its :func:`curve_colors` colour in every panel.
+
+    ``log_cost`` puts the cost on a log axis: most of the regret falls below 1-2 %
+    of the exhaustive cost, which a linear axis up to 10 % squeezes into its left edge.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not panels or any(not curves for _, curves in panels):
+        raise ValueError("plot_panels needs at least one panel and at least one curve in each")
+    colors = curve_colors([curve.label for _, curves in panels for curve in curves])
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 5.6), dpi=150, sharey=True,
+                             squeeze=False)
+    for ax, (panel_title, curves) in zip(axes[0], panels, strict=True):
+        _draw_curves(ax, curves, colors, log_cost)
+        ax.set_title(panel_title, fontsize="medium")
+        ax.legend(frameon=False, fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    axes[0][0].set_ylabel("simple regret")
+    fig.suptitle(title + ("\n" if title else "") + "dashed: mean stop; dotted: not all runs yet", fontsize="small")
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    fig.savefig(out, bbox_inches="tight")
     plt.close(fig)
     return out
+
+
+def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log_cost: bool = True) -> Path:
+    """One panel of :func:`plot_panels`: ``curves`` under ``title``."""
+    return plot_panels([(title, curves)], out, log_cost=log_cost)
 
 
 def plot_sweep(
     sweep_dir: str | Path, out: str | Path | None = None, log_cost: bool = True, max_figures: int | None = None
 ) -> tuple[list[Path], list[RegretCurve]]:
-    """Aggregate every run under ``sweep_dir`` and write the regret figure (PNG).
+    """Aggregate every run under ``sweep_dir`` and write the regret figures (PNG).
 
-    One figure per (benchmark, cost mode): with a single one the figure is ``out``
-    (default ``<sweep_dir>/regret.png``); with several, each is named
-    ``<out stem>_<benchmark>_<cost mode>.png`` next to ``out``.  With more than
-    ``max_figures`` of them, nothing is read or drawn: ``([], [])``.
+    One figure per benchmark, its cost modes side by side (unit cost first, as in
+    the paper): with a single benchmark the figure is ``out`` (default
+    ``<sweep_dir>/regret.png``); with several, each is named ``<out stem>_<benchmark>.png``
+    next to ``out``.  With more than ``max_figures`` (benchmark, cost mode) panels,
+    nothing is read or drawn: ``([], [])``.
     """
     sweep_dir = Path(sweep_dir)
     out = Path(out) if out is not None else sweep_dir / "regret.png"
@@ -220,17 +335,20 @@ def plot_sweep(
             keys.add((summary["benchmark"], summary["cost_mode"]))
         if len(keys) > max_figures:
             return [], []
-    panels: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
+    by_benchmark: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for run in find_runs(sweep_dir):
-        panels[(run.summary["benchmark"], run.summary["cost_mode"])].append(run)
+        by_benchmark[run.summary["benchmark"]][run.summary["cost_mode"]].append(run)
     figures, all_curves = [], []
-    for (benchmark, cost_mode), members in panels.items():
-        curves = aggregate_runs(members, log_grid=log_cost)
-        all_curves.extend(curves)
-        stand_in = " [stand-in]" if members[0].summary.get("stand_in") else ""
-        name = f"{benchmark.replace('/', '_')}_{cost_mode}"
-        target = out if len(panels) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
-        figures.append(plot_curves(curves, target, f"{benchmark} ({cost_mode} cost){stand_in}", log_cost))
+    for benchmark, modes in by_benchmark.items():
+        panels = []
+        for cost_mode in sorted(modes, key=lambda mode: (mode != "unit", mode)):
+            curves = aggregate_runs(modes[cost_mode], log_grid=log_cost)
+            all_curves.extend(curves)
+            panels.append((f"{cost_mode} cost", curves))
+        stand_in = " [stand-in]" if next(iter(modes.values()))[0].summary.get("stand_in") else ""
+        name = benchmark.replace("/", "_")
+        target = out if len(by_benchmark) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
+        figures.append(plot_panels(panels, target, f"{benchmark}{stand_in}", log_cost))
     return figures, all_curves
 
 
@@ -283,6 +401,7 @@ def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, 
     import matplotlib.pyplot as plt
 
     labels = list(dict.fromkeys(label for methods in groups.values() for label in methods))
+    colors = curve_colors(labels)
     width = 0.8 / max(len(labels), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(groups)), 4.2), dpi=150)
     for i, label in enumerate(labels):
@@ -293,7 +412,7 @@ def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, 
                 positions.append(g + (i - (len(labels) - 1) / 2) * width)
                 means.append(times.mean())
                 errors.append(times.std(ddof=1) / np.sqrt(len(times)) if len(times) > 1 else 0.0)
-        ax.bar(positions, means, width, yerr=errors, color=f"C{i % 10}", label=label, capsize=2)
+        ax.bar(positions, means, width, yerr=errors, color=colors[label], label=label, capsize=2)
     ax.set_xticks(range(len(groups)), list(groups), fontsize="small")
     ax.set_yscale("log")
     ax.set_ylabel("wall time per run (s, log scale)")
