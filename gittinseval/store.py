@@ -211,7 +211,10 @@ def _table(rows: list[RunRow]) -> pa.Table:
 def read_store(path: str | Path) -> list[RunRow]:
     """Every row of the store at ``path``, in the order they were exported."""
     path = Path(path)
-    table = pq.read_table(path)
+    # One open file: an export that replaces the store meanwhile cannot mix two versions
+    # (pyarrow reading by path may open it again after the footer).
+    with open(path, "rb") as file:
+        table = pq.read_table(file)
     metadata = table.schema.metadata or {}
     if metadata.get(FORMAT_KEY) != FORMAT_VERSION.encode():
         raise ValueError(f"{path} is not a GittinsEval results store (format {FORMAT_VERSION})")
