@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -243,6 +244,8 @@ def _write_atomic(rows: list[RunRow], path: Path) -> None:
     """Write the store to a temporary file beside ``path`` and rename it: readers see the old or the new file."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp's file is private (0600); a store is shared like any file of the repository.
+        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
         with os.fdopen(handle, "wb") as file:
             pq.write_table(_table(rows), file, compression="zstd")
             file.flush()
@@ -297,7 +300,7 @@ def stored_run(store: str | Path, digest: str) -> RunRow | None:
     path = Path(store)
     _check_store_path(path)
     try:
-        stat = path.stat()
+        version = path.stat()
     except FileNotFoundError:
         return None
-    return _store_index(str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size).get(digest)
+    return _store_index(str(path.resolve()), version.st_ino, version.st_mtime_ns, version.st_size).get(digest)

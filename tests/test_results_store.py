@@ -4,6 +4,7 @@ to the report from its sweep folders, runs skipped when stored with the same con
 import json
 import multiprocessing
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,7 @@ def test_a_sweep_exported_twice_stores_each_run_once(sweeps, tmp_path):
     folder_digests = [run.summary["config_digest"] for sweep_dir in sweeps for run in find_runs(sweep_dir)]
     assert digests == folder_digests and len(set(digests)) == 20
     assert not list(tmp_path.glob(".store.parquet.*.tmp"))  # the temporary file was renamed
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # readable by all, like the repository's other files
 
 
 def test_stored_rows_read_back_as_the_rows_of_the_run_folders(sweeps, stored):
