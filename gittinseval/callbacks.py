@@ -88,8 +88,9 @@ class PlotSweep(Callback):
             if reused:
                 print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
         store = config.get("results_store")
-        if not _finished_runs(sweep_dir):  # every run was found in the results store
-            print(f"No runs in the sweep folder; report the results store: gittinseval-report {store}")
+        if not _finished_runs(sweep_dir):  # e.g. every run was found in the results store
+            print("No runs in the sweep folder" + (f"; report the results store: gittinseval-report {store}"
+                                                   if store else "."))
             return
         # A sweep over many benchmarks (all MMLU subjects) would take minutes to draw one
         # figure each; gittinseval-report pools them into the paper's panels instead.

@@ -264,3 +264,16 @@ def test_the_commit_names_uncommitted_changes_to_the_code_only(tmp_path):
     outside.mkdir()
     assert code_commit(outside) is None
     code_commit.cache_clear()
+
+
+def test_a_sweep_whose_runs_were_all_stored_points_at_the_store(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from gittinseval.callbacks import DONE_FILE, PlotSweep
+
+    (tmp_path / DONE_FILE).write_text("1 1\n1 1\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "results_store": "docs/results/x.parquet"})
+    PlotSweep().on_multirun_end(config)
+    out = capsys.readouterr().out
+    assert "Skipped 2 runs finished earlier with the same config; ran 0." in out
+    assert "No runs in the sweep folder; report the results store: gittinseval-report docs/results/x.parquet" in out
