@@ -1,4 +1,4 @@
-"""Hydra callbacks: sweep progress, skipped-run accounting and the regret figure."""
+"""Hydra callbacks: sweep progress, skipped-run accounting, the regret figure and where the runs go."""
 
 from __future__ import annotations
 
@@ -87,6 +87,11 @@ class PlotSweep(Callback):
             runs, reused = _done_counts(sweep_dir)
             if reused:
                 print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
+        store = config.get("results_store")
+        if not _finished_runs(sweep_dir):  # e.g. every run was found in the results store
+            print("No runs in the sweep folder" + (f"; report the results store: gittinseval-report {store}"
+                                                   if store else "."))
+            return
         # A sweep over many benchmarks (all MMLU subjects) would take minutes to draw one
         # figure each; gittinseval-report pools them into the paper's panels instead.
         figures, curves = plot_sweep(sweep_dir, max_figures=MAX_SWEEP_FIGURES)
@@ -101,6 +106,8 @@ class PlotSweep(Callback):
             print(f"More than {MAX_SWEEP_FIGURES} benchmark x cost panels: no figure or summary here; "
                   "gittinseval-report pools them into the paper's panels (MMLU by bucket).")
         print(f"Summary tables: gittinseval-report {sweep_dir}")
+        if store:
+            print(f"Add the runs to the results store: gittinseval-report {sweep_dir} --export {store}")
         offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)
         if offline_run is not None:
             # Run folders sit one level down, or two with trials= (seed=<s>/ inside the job's).

@@ -16,6 +16,7 @@ from gittinseval.configs import CONFIG_DIR
 from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_trials
 from gittinseval.launchers import check_launcher
+from gittinseval.store import RunRow
 
 __all__ = ["CONFIG_DIR", "expand_subject_sweep", "main"]
 
@@ -53,7 +54,8 @@ def _app(cfg: DictConfig) -> dict[str, float | int | None]:
     return {
         "final_regret": results[0].summary["final_regret"] if len(results) == 1 else None,
         "runs": len(results),
-        "reused": sum(result.reused for result in results),
+        # A run found in the results store comes back as its stored row.
+        "reused": sum(isinstance(result, RunRow) or result.reused for result in results),
     }
 
 

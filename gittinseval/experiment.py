@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
+import subprocess
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -12,12 +14,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
+from gittinseval.store import RunRow, stored_run
 from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int, positive_int
 
-__all__ = ["config_digest", "finished_run", "run_experiment", "run_trials"]
+__all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials"]
 
 # Settings that do not change a run's result: a finished run is reused across them.
-RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials")
+RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store")
+# The repository of a clone (or an editable install), and the paths whose changes change results.
+CODE_ROOT = Path(__file__).resolve().parent.parent
+CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +34,28 @@ def config_digest(cfg: DictConfig) -> str:
     for key in RESULT_NEUTRAL_KEYS:
         settings.pop(key, None)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def code_commit(root: Path = CODE_ROOT) -> str | None:
+    """The git commit of the code in ``root``, with ``-dirty`` if :data:`CODE_PATHS` differ from it there.
+
+    ``None`` if ``root`` is not the top of a git work tree (an installed wheel) or git is
+    missing.  Asked once per process.
+    """
+    def git(*args: str) -> str:
+        # --no-optional-locks: `git status` must not take the index lock of a clone in use.
+        command = ["git", "--no-optional-locks", "-C", str(root), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != Path(root).resolve():
+            return None  # e.g. site-packages inside some other repository
+        sha = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha
 
 
 def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
@@ -50,7 +78,7 @@ def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
 
 def run_trials(
     cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
-) -> list[RunResult]:
+) -> list[RunResult | RunRow]:
     """``cfg.trials`` runs of ``cfg`` with seeds ``cfg.seed, cfg.seed + 1, ...`` in this process.
 
     One trial is :func:`run_experiment` into ``output_dir``; several go into
@@ -74,21 +102,30 @@ def run_trials(
 
 def run_experiment(
     cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
-) -> RunResult:
+) -> RunResult | RunRow:
     """Instantiate benchmark, cost, prior, policy and logger from ``cfg``; simulate; save.
 
-    Writes ``trace.csv.gz`` and ``summary.json`` (with the config's :func:`config_digest`)
-    to ``output_dir`` and hands the run to the configured logger.  If ``output_dir``
-    already holds the finished run of the same config, it is returned unchanged and
-    nothing is run or logged again.
+    Writes ``trace.csv.gz`` and ``summary.json`` (with the config's :func:`config_digest`
+    and the :func:`code_commit` it ran on) to ``output_dir`` and hands the run to the
+    configured logger.  Nothing is run or logged again if ``output_dir`` already holds
+    the finished run of the same config (it is returned, marked ``reused``), or if the
+    results store ``cfg.results_store`` holds it (its stored row is returned, and
+    ``output_dir`` is left alone).
     """
     output_dir = Path(output_dir)
+    store = cfg.get("results_store")
+    if store is not None and not str(store).endswith(".parquet"):
+        raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
     digest = config_digest(cfg)
     saved = finished_run(output_dir, digest)
     if saved is not None:
         log.info("skipped %s: finished earlier with the same config", output_dir)
         saved.reused = True
         return saved
+    stored = stored_run(store, digest) if store is not None else None
+    if stored is not None:
+        log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
+        return stored
     budget = fraction_in_unit_interval("budget", cfg.budget)
     seed = non_negative_int("seed", cfg.seed)
     benchmark = instantiate(cfg.benchmark)
@@ -109,6 +146,7 @@ def run_experiment(
         progress=bool(cfg.progress),
     )
     result.summary["config_digest"] = digest
+    result.summary["commit"] = code_commit()
     result.save(output_dir)
     logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
     summary = result.summary

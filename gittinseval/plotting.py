@@ -1,11 +1,15 @@
 """Aggregate runs into regret curves and draw them as in the paper.
 
-Aggregation (paper appendix "Curve aggregation and visualization"): each run's
-regret trajectory is linearly interpolated onto a shared grid of 350 evenly
-spaced budget points spanning the observed range of its group; a run is missing
-outside its own observed range (no extrapolation).  The curve is the mean over
-the runs present at a grid point, the band one standard error, and the dashed
-line the mean cost at which the stopping signal fired.
+Aggregation (paper appendix "Curve aggregation and visualization"), on the runs'
+rows (:class:`~gittinseval.store.RunRow`): each run's regret trajectory is linearly
+interpolated onto fixed nodes of its budget (350 evenly spaced over ``[0, budget]``,
+or evenly spaced in log cost for a log axis, :func:`~gittinseval.store.run_grid`).  A
+group's grid is those nodes within the observed range of its runs, between its first
+and last batch; a run is missing outside its own observed range (no extrapolation).
+Runs of one budget share their nodes, so at every node the curve is the mean of the
+runs' stored values; runs of other budgets are interpolated between theirs.  The curve
+is the mean over the runs present at a grid point, the band one standard error, and
+the dashed line the mean cost at which the stopping signal fired.
 
 Figures follow the paper's layout: a benchmark's unit-cost and cost-aware panels
 side by side in one figure (:func:`plot_panels`), one fixed colour per method in
@@ -32,14 +36,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gittinseval.simulator import RunResult
+from gittinseval.store import RunRow, find_runs, interpolate, run_grid
 
 __all__ = [
-    "METHOD_COLORS", "RegretCurve", "aggregate_group", "aggregate_runs", "cost_ticks", "curve_colors", "find_runs",
+    "METHOD_COLORS", "RegretCurve", "aggregate_group", "aggregate_runs", "cost_ticks", "curve_colors",
     "plot_arm_quality", "plot_curves", "plot_panels", "plot_sweep", "plot_wall_times",
 ]
-
-GRID_POINTS = 350
 
 # One colour per method, the same in every figure (matplotlib's tab10 and black).
 METHOD_COLORS = {
@@ -83,66 +85,46 @@ class RegretCurve:
     init_pct: float | None = None
 
 
-def find_runs(sweep_dir: str | Path) -> list[RunResult]:
-    """Every run (a directory with ``summary.json`` and its trace) under ``sweep_dir``."""
-    sweep_dir = Path(sweep_dir)
-    runs = [RunResult.load(p.parent) for p in sorted(sweep_dir.rglob("summary.json"))
-            if RunResult.trace_path(p.parent) is not None]
-    if not runs:
-        raise FileNotFoundError(f"no runs (summary.json + trace.csv.gz) under {sweep_dir}")
-    return runs
-
-
-def _interpolate(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    values = np.interp(grid, x, y)
-    values[(grid < x[0]) | (grid > x[-1])] = np.nan
-    return values
-
-
-def _initial_design_size(run: RunResult) -> int | None:
-    """``n_initial`` of a configuration-level BO run, ``None`` for other runs."""
-    n_initial = (run.summary.get("hyperparameters") or {}).get("n_initial")
-    return None if n_initial is None else int(n_initial)
+def _bandit_rows(members: list[RunRow], log_grid: bool) -> tuple[np.ndarray, np.ndarray, None]:
+    """The runs' nodes within their observed range, and each run on them, NaN outside its range."""
+    points = [row.points(log_grid) for row in members]
+    start = min(x[0] for x, _ in points)
+    end = max(x[-1] for x, _ in points)
+    budgets = {row.summary["budget_fraction"]: len(row.linear) for row in members}
+    nodes = np.concatenate([run_grid(budget, size, log_grid) for budget, size in budgets.items()])
+    grid = np.unique(np.concatenate([[start], nodes[(nodes > start) & (nodes < end)], [end]]))
+    return grid, np.stack([interpolate(x, y, grid) for x, y in points]), None
 
 
 def _spaced(start: float, end: float, grid_points: int, log_grid: bool) -> np.ndarray:
     return np.geomspace(start, end, grid_points) if log_grid else np.linspace(start, end, grid_points)
 
 
-def _bandit_rows(members: list[RunResult], grid_points: int, log_grid: bool) -> tuple[np.ndarray, np.ndarray, None]:
-    """Grid over the observed range and each run interpolated on it, NaN outside its range."""
-    start = min(r.trace["cost_pct"][0] for r in members)
-    end = max(r.trace["cost_pct"][-1] for r in members)
-    grid = _spaced(start, end, grid_points, log_grid)
-    return grid, np.stack([_interpolate(r.trace["cost_pct"], r.trace["regret"], grid) for r in members]), None
-
-
-def _bo_rows(members: list[RunResult], grid_points: int, log_grid: bool) -> tuple[np.ndarray, np.ndarray, float]:
+def _bo_rows(members: list[RunRow], log_grid: bool) -> tuple[np.ndarray, np.ndarray, float]:
     """Post-initialisation trajectories aligned at the mean initial-design endpoint, right-held."""
     segments = []
-    for run in members:
-        last_initial = min(_initial_design_size(run), len(run.trace["step"])) - 1
-        segments.append((run.trace["cost_pct"][last_initial:], run.trace["regret"][last_initial:]))
-    init_pct = float(np.mean([x[0] for x, _ in segments]))
+    for row in members:
+        x, y = row.points(log_grid)
+        after = x > row.init_pct
+        segments.append((np.concatenate([[row.init_pct], x[after]]), np.concatenate([[row.init_regret], y[after]])))
+    init_pct = float(np.mean([row.init_pct for row in members]))
     shifted = [(x - x[0] + init_pct, y) for x, y in segments]
-    grid = _spaced(init_pct, max(x[-1] for x, _ in shifted), grid_points, log_grid)
+    grid = _spaced(init_pct, max(x[-1] for x, _ in shifted), len(members[0].linear), log_grid)
     # np.interp holds the end values outside [x[0], x[-1]]; every segment starts at the grid's start.
     return grid, np.stack([np.interp(grid, x, y) for x, y in shifted]), init_pct
 
 
-def aggregate_group(
-    label: str, members: list[RunResult], grid_points: int = GRID_POINTS, log_grid: bool = False
-) -> RegretCurve:
-    """The :class:`RegretCurve` of one group of runs (one curve of a figure).
+def aggregate_group(label: str, members: list[RunRow], log_grid: bool = False) -> RegretCurve:
+    """The :class:`RegretCurve` of one group of runs (one curve of a figure), from their rows.
 
     BO runs use the BO aggregation of the module docstring; a group mixing BO and
-    other runs is an error.  ``log_grid`` spaces the grid points evenly in log cost
-    (for a log cost axis) instead of the paper's even linear spacing.
+    other runs is an error.  ``log_grid`` uses the runs' log-spaced nodes (for a log
+    cost axis) instead of the paper's even linear spacing.
     """
-    n_bo = sum(_initial_design_size(r) is not None for r in members)
+    n_bo = sum(row.init_pct is not None for row in members)
     if 0 < n_bo < len(members):
         raise ValueError(f"{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
-    grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, grid_points, log_grid)
+    grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, log_grid)
     count = np.sum(~np.isnan(stacked), axis=0)
     with warnings.catch_warnings():
         # Grid points that no run (or one run) covers give NaN means / SEs.
@@ -150,7 +132,7 @@ def aggregate_group(
         mean = np.nanmean(stacked, axis=0)
         std = np.nanstd(stacked, axis=0, ddof=1)
     stderr = np.where(count > 1, std / np.sqrt(np.maximum(count, 1)), 0.0)
-    stops = [r.summary["stop_cost_pct"] for r in members if r.summary.get("stop_cost_pct") is not None]
+    stops = [row.summary["stop_cost_pct"] for row in members if row.summary.get("stop_cost_pct") is not None]
     return RegretCurve(
         label=label,
         grid=grid,
@@ -164,15 +146,13 @@ def aggregate_group(
     )
 
 
-def aggregate_runs(
-    runs: list[RunResult], grid_points: int = GRID_POINTS, log_grid: bool = False
-) -> list[RegretCurve]:
+def aggregate_runs(rows: list[RunRow], log_grid: bool = False) -> list[RegretCurve]:
     """One :class:`RegretCurve` per (benchmark, label), in order of first appearance."""
-    groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
-    for run in runs:
-        if len(run.trace["step"]):
-            groups[(run.summary["benchmark"], run.summary["label"])].append(run)
-    return [aggregate_group(label, members, grid_points, log_grid) for (_, label), members in groups.items()]
+    groups: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
+    for row in rows:
+        if row.has_steps:
+            groups[(row.summary["benchmark"], row.summary["label"])].append(row)
+    return [aggregate_group(label, members, log_grid) for (_, label), members in groups.items()]
 
 
 def _method(label: str) -> str:
@@ -335,9 +315,9 @@ def plot_sweep(
             keys.add((summary["benchmark"], summary["cost_mode"]))
         if len(keys) > max_figures:
             return [], []
-    by_benchmark: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+    by_benchmark: dict[str, dict[str, list[RunRow]]] = defaultdict(lambda: defaultdict(list))
     for run in find_runs(sweep_dir):
-        by_benchmark[run.summary["benchmark"]][run.summary["cost_mode"]].append(run)
+        by_benchmark[run.summary["benchmark"]][run.summary["cost_mode"]].append(RunRow.of(run))
     figures, all_curves = [], []
     for benchmark, modes in by_benchmark.items():
         panels = []

@@ -1,4 +1,10 @@
-"""``gittinseval-report``: figures and tables of one or more sweeps, per panel.
+"""``gittinseval-report``: figures and tables of sweeps and results stores, per panel.
+
+Every run is first reduced to its row (:class:`~gittinseval.store.RunRow`: summary and
+regret curve), whether it comes from a sweep folder or from a results store (a
+``.parquet`` file, see :mod:`gittinseval.store`); everything below is computed from
+rows, so a store gives the report of the sweeps exported into it.  ``--export STORE``
+adds the runs of the given sources to a store instead of writing a report.
 
 A *panel* is what one figure of the paper shows: one benchmark family and cost
 mode.  GSM8K and PIQA pool their five matrix seeds; MMLU pools its subjects by the
@@ -9,8 +15,8 @@ method label; when a setting (``batch_size``, ``lam`` or ``kappa``) takes severa
 values among a label's runs, each value is its own curve (the sensitivity studies
 and the recommendation ablation).
 
-Curves are aggregated as in :mod:`gittinseval.plotting` (350-point grid, ±1 SE,
-BO after its initial design; on the default log cost axis the grid is spaced
+Curves are aggregated as in :mod:`gittinseval.plotting` (350-point grids of the budget,
+±1 SE, BO after its initial design; on the default log cost axis the grid is spaced
 evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each table row gives, over the curve's runs:
 
 - the mean ± SE of the simple regret after the last batch at or below 1, 2, 5 and
@@ -46,14 +52,16 @@ from pathlib import Path
 
 import numpy as np
 
-from gittinseval.plotting import aggregate_group, find_runs, plot_curves, plot_wall_times
-from gittinseval.simulator import RunResult, regret_at
+from gittinseval.plotting import aggregate_group, plot_curves, plot_wall_times
+from gittinseval.simulator import REPORT_PERCENTS
+from gittinseval.store import RunRow, export_rows, load_rows
 
 __all__ = [
     "Panel",
     "PanelTables",
     "TABLE_PERCENTS",
     "curve_rows",
+    "export",
     "main",
     "overview_tables",
     "paired_rows",
@@ -61,7 +69,7 @@ __all__ = [
     "write_report",
 ]
 
-TABLE_PERCENTS = (1, 2, 5, 10)
+TABLE_PERCENTS = REPORT_PERCENTS
 MMLU_PANELS = ("bucket", "size", "subject")
 # Settings that name their own curve when they vary among one label's runs.
 SWEPT_SETTINGS = (("batch_size", "B"), ("lam", "λ"), ("kappa", "κ"))
@@ -73,10 +81,10 @@ class Panel:
 
     key: str
     title: str
-    curves: dict[str, list[RunResult]]
+    curves: dict[str, list[RunRow]]
 
 
-def _family(run: RunResult, mmlu_panels: str) -> tuple[str, str]:
+def _family(run: RunRow, mmlu_panels: str) -> tuple[str, str]:
     """(file-name key, title) of the panel a run belongs to, without the cost mode."""
     name = run.summary["benchmark"]
     details = run.summary.get("benchmark_details") or {}
@@ -92,7 +100,7 @@ def _family(run: RunResult, mmlu_panels: str) -> tuple[str, str]:
     return family.replace("/", "_"), family
 
 
-def _curve_label(run: RunResult, varying: set[str]) -> str:
+def _curve_label(run: RunRow, varying: set[str]) -> str:
     parts = [run.summary["label"]]
     parts += [f"{symbol}={run.summary[key]}" for key, symbol in SWEPT_SETTINGS if key in varying]
     return " ".join(parts)
@@ -109,14 +117,14 @@ def _natural_key(label: str) -> list[tuple[int, float | str]]:
     return key
 
 
-def panels(runs: list[RunResult], mmlu_panels: str = "bucket") -> list[Panel]:
+def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
     """Group ``runs`` into panels (in order of first appearance) and curves (by label, then setting)."""
     if mmlu_panels not in MMLU_PANELS:
         raise ValueError(f"mmlu_panels must be one of {', '.join(MMLU_PANELS)}, got {mmlu_panels!r}")
-    grouped: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
+    grouped: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
     titles: dict[tuple[str, str], str] = {}
     for run in runs:
-        if not len(run.trace["step"]):
+        if not run.has_steps:
             continue
         family, title = _family(run, mmlu_panels)
         cost_mode = run.summary["cost_mode"]
@@ -130,7 +138,7 @@ def panels(runs: list[RunResult], mmlu_panels: str = "bucket") -> list[Panel]:
         for run in members:
             for key, _ in SWEPT_SETTINGS:
                 values[run.summary["label"]][key].add(run.summary.get(key))
-        curves: dict[str, list[RunResult]] = defaultdict(list)
+        curves: dict[str, list[RunRow]] = defaultdict(list)
         for run in members:
             by_key = values[run.summary["label"]]
             varying = {key for key, _ in SWEPT_SETTINGS if len(by_key[key]) > 1}
@@ -172,10 +180,10 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
     return rows
 
 
-def _regret_at(run: RunResult, percent: float) -> float | None:
+def _regret_at(run: RunRow, percent: int) -> float | None:
     if percent > 100 * run.summary["budget_fraction"] + 1e-9:  # a run says nothing past its budget
         return None
-    return regret_at(run.trace["cost_pct"], run.trace["regret"], percent)
+    return run.summary[f"regret_at_{percent}pct"]
 
 
 def paired_rows(panel: Panel, versus: str) -> list[dict[str, str]]:
@@ -267,7 +275,7 @@ def _markdown(table: PanelTables) -> str:
 
 
 def write_report(
-    sweep_dirs: list[str | Path],
+    sources: list[str | Path],
     out: str | Path,
     mmlu_panels: str = "bucket",
     log_cost: bool = True,
@@ -275,14 +283,15 @@ def write_report(
 ) -> Path:
     """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
     time per run of every method and panel), ``overview.md`` (the panels side by side) and
-    ``report.md`` (every table) into ``out``."""
-    runs = [run for sweep_dir in sweep_dirs for run in find_runs(sweep_dir)]
+    ``report.md`` (every table) into ``out``, from the runs of ``sources`` (sweep folders
+    and results stores)."""
+    runs = [row for source in sources for row in load_rows(source)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sections = [
         "# GittinsEval report",
         "",
-        "Sweeps: " + ", ".join(f"`{Path(d)}`" for d in sweep_dirs),
+        "Sources: " + ", ".join(f"`{Path(source)}`" for source in sources),
         "",
         "Simple regret after the last batch at or below each share of the exhaustive cost (mean ± SE over runs); "
         "stop cost and the regret at the stop over the runs whose stopping signal fired.",
@@ -313,13 +322,37 @@ def write_report(
     return report
 
 
+def export(sources: list[str | Path], store: str | Path) -> tuple[int, int]:
+    """Add the runs of ``sources`` (sweep folders and stores) to the results store ``store``
+    (a ``.parquet`` file, created if need be); ``(added, already stored)``, see
+    :func:`~gittinseval.store.export_rows`."""
+    return export_rows((row for source in sources for row in load_rows(source)), store)
+
+
+def _default_out(source: Path) -> Path:
+    """``<sweep>/report``, or ``outputs/report/<name>`` for a store (not beside it: stores sit in the repository)."""
+    return Path("outputs", "report", source.stem) if source.suffix == ".parquet" else source / "report"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="gittinseval-report",
-        description="Figures (PNG) and markdown tables of regret, stopping and wall time for one or more sweeps.",
+        description="Figures (PNG) and markdown tables of regret, stopping and wall time for sweeps and results "
+        "stores; or, with --export, add the runs of sweeps to a results store.",
     )
-    parser.add_argument("sweep_dirs", nargs="+", help="sweep directories (any directory holding runs)")
-    parser.add_argument("--out", default=None, help="output directory (default: <first sweep>/report)")
+    parser.add_argument(
+        "sources", nargs="+", metavar="SOURCE",
+        help="sweep directories (any directory holding runs) and results stores (.parquet files)",
+    )
+    parser.add_argument(
+        "--out", default=None,
+        help="output directory (default: <first sweep>/report, or outputs/report/<name> for a store)",
+    )
+    parser.add_argument(
+        "--export", metavar="STORE", default=None,
+        help="instead of a report, add every run of the sources to the results store STORE (a .parquet file; "
+        "runs already stored with the same config digest are kept as they are)",
+    )
     parser.add_argument(
         "--mmlu-panels",
         choices=MMLU_PANELS,
@@ -337,10 +370,14 @@ def main(argv: list[str] | None = None) -> None:
         "seed; repeat for several",
     )
     args = parser.parse_args(argv)
-    out = Path(args.out) if args.out else Path(args.sweep_dirs[0]) / "report"
     try:
+        if args.export is not None:
+            added, already = export(args.sources, args.export)
+            print(f"{args.export}: added {added} runs, {already} were stored already")
+            return
+        out = Path(args.out) if args.out else _default_out(Path(args.sources[0]))
         report = write_report(
-            args.sweep_dirs, out, args.mmlu_panels, log_cost=not args.linear, versus=tuple(args.versus)
+            args.sources, out, args.mmlu_panels, log_cost=not args.linear, versus=tuple(args.versus)
         )
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-report: error: {error}\n")

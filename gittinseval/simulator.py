@@ -25,7 +25,7 @@ TRACE_COLUMNS = ("step", "arm", "batch_size", "cost", "cost_pct", "recommended",
 TRACE_FILE = "trace.csv.gz"
 # Runs saved before traces were compressed; still read, so old sweeps stay reportable.
 LEGACY_TRACE_FILE = "trace.csv"
-REPORT_PERCENTS = (1, 2, 5)
+REPORT_PERCENTS = (1, 2, 5, 10)
 # Benchmark facts that reports group by (MMLU subject, difficulty and size buckets; matrix seed).
 BENCHMARK_FACTS = ("subject", "difficulty", "size", "matrix_seed")
 

@@ -1,13 +1,15 @@
-"""BO curve aggregation: initial design dropped, runs aligned at its mean endpoint, right-held."""
+"""BO curve aggregation from the runs' rows: initial design dropped, runs aligned at its mean endpoint, right-held."""
 
 import numpy as np
 import pytest
 
 from gittinseval.plotting import aggregate_runs, plot_sweep
 from gittinseval.simulator import RunResult
+from gittinseval.store import RunRow
 
 
-def bo_run(cost_pct, regret, n_initial, seed=0, label="PBGI", stop=None):
+def bo_run(cost_pct, regret, n_initial, seed=0, label="PBGI", stop=None, grid_points=7):
+    """The row of a BO run with a 6 % budget: with ``grid_points=7`` its nodes are 0, 1, ..., 6 %."""
     cost_pct, regret = np.asarray(cost_pct, float), np.asarray(regret, float)
     n = len(cost_pct)
     trace = {
@@ -20,19 +22,21 @@ def bo_run(cost_pct, regret, n_initial, seed=0, label="PBGI", stop=None):
         "regret": regret,
     }
     summary = {"benchmark": "toy", "label": label, "stop_cost_pct": stop, "cost_mode": "aware", "stand_in": False,
-               "seed": seed, "hyperparameters": {"lam": 1e-4, "n_initial": n_initial}}
-    return RunResult(trace, summary)
+               "seed": seed, "hyperparameters": {"lam": 1e-4, "n_initial": n_initial}, "budget_fraction": 0.06}
+    if n_initial is None:  # not a BO run
+        del summary["hyperparameters"]["n_initial"]
+    return RunRow.of(RunResult(trace, summary), grid_points)
 
 
 def test_bo_runs_drop_the_initial_design_align_at_its_mean_end_and_hold_right():
     first = bo_run([1, 2, 4, 6], [0.5, 0.3, 0.2, 0.1], n_initial=2, stop=4.0)
     second = bo_run([2, 4, 5], [0.4, 0.4, 0.0], n_initial=2, seed=1)
-    (curve,) = aggregate_runs([first, second], grid_points=5)
+    (curve,) = aggregate_runs([first, second])
     # Initial-design ends at 2% and 4%: both post-initialisation segments start at 3%.
     assert curve.init_pct == pytest.approx(3.0)
-    np.testing.assert_allclose(curve.grid, [3, 4, 5, 6, 7])
-    shifted_first = np.array([0.3, 0.25, 0.2, 0.15, 0.1])  # x = 3, 5, 7
-    held_second = np.array([0.4, 0.0, 0.0, 0.0, 0.0])  # x = 3, 4, then its final regret
+    np.testing.assert_allclose(curve.grid, np.linspace(3, 7, 7))  # as many points as the rows' curves
+    shifted_first = np.interp(curve.grid, [3, 5, 7], [0.3, 0.2, 0.1])  # its batches at 2, 4, 6 %, shifted by +1
+    held_second = np.interp(curve.grid, [3, 4], [0.4, 0.0])  # at 4, 5 %, shifted by -1, then its final regret
     np.testing.assert_allclose(curve.mean, (shifted_first + held_second) / 2)
     np.testing.assert_allclose(curve.stderr, np.abs(shifted_first - held_second) / 2)
     np.testing.assert_array_equal(curve.count, 2)
@@ -42,24 +46,23 @@ def test_bo_runs_drop_the_initial_design_align_at_its_mean_end_and_hold_right():
 def test_a_bo_run_that_ends_inside_its_initial_design_is_a_held_point():
     short = bo_run([3.0], [0.2], n_initial=4)
     longer = bo_run([1, 2, 3, 5], [0.6, 0.5, 0.4, 0.1], n_initial=2, seed=1)
-    (curve,) = aggregate_runs([short, longer], grid_points=3)
+    (curve,) = aggregate_runs([short, longer])
     assert curve.init_pct == pytest.approx(2.5)
-    np.testing.assert_allclose(curve.grid, [2.5, 4.0, 5.5])
+    np.testing.assert_allclose(curve.grid, np.linspace(2.5, 5.5, 7))
     # The longer run, shifted by +0.5, passes (2.5, 0.5), (3.5, 0.4), (5.5, 0.1).
-    np.testing.assert_allclose(curve.mean, (np.array([0.2] * 3) + [0.5, 0.325, 0.1]) / 2)
+    longer_shifted = np.interp(curve.grid, [2.5, 3.5, 5.5], [0.5, 0.4, 0.1])
+    np.testing.assert_allclose(curve.mean, (0.2 + longer_shifted) / 2)
 
 
 def test_bandit_groups_keep_their_aggregation_and_have_no_initial_endpoint():
-    bandit = bo_run([1, 2], [0.3, 0.1], n_initial=1, label="GittinsEval-S")
-    del bandit.summary["hyperparameters"]["n_initial"]
-    (curve,) = aggregate_runs([bandit], grid_points=3)
+    bandit = bo_run([1, 2.5], [0.3, 0.1], n_initial=None, label="GittinsEval-S")
+    (curve,) = aggregate_runs([bandit])
     assert curve.init_pct is None
-    np.testing.assert_allclose(curve.grid, [1, 1.5, 2])
+    np.testing.assert_allclose(curve.grid, [1, 2, 2.5])  # its first batch, its node at 2 %, its last batch
 
 
 def test_a_group_mixing_bo_and_bandit_runs_is_an_error():
-    bandit = bo_run([1, 2], [0.3, 0.1], n_initial=1, seed=1)
-    del bandit.summary["hyperparameters"]["n_initial"]
+    bandit = bo_run([1, 2], [0.3, 0.1], n_initial=None, seed=1)
     with pytest.raises(ValueError, match="1 of 2 runs are BO runs"):
         aggregate_runs([bo_run([1, 2], [0.3, 0.1], n_initial=1), bandit])
 

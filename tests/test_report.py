@@ -1,10 +1,14 @@
-"""gittinseval-report: panels and curves, table numbers against a direct computation, files written."""
+"""gittinseval-report: panels and curves, table numbers against a direct computation, files written.
+
+The report works on the runs' rows (:class:`~gittinseval.store.RunRow`); ``rows`` reduces
+fake runs to them, and the expected numbers are computed from the runs' traces."""
 
 import numpy as np
 import pytest
 
 from gittinseval.report import curve_rows, main, overview_tables, paired_rows, panels, write_report
 from gittinseval.simulator import RunResult
+from gittinseval.store import RunRow
 
 
 def fake_run(benchmark, label, cost_pct, regret, *, seed=0, stop=None, cost_mode="unit", kappa=1.0, details=None,
@@ -24,6 +28,10 @@ def fake_run(benchmark, label, cost_pct, regret, *, seed=0, stop=None, cost_mode
     return RunResult(trace, summary)
 
 
+def rows(runs):
+    return [RunRow.of(run) for run in runs]
+
+
 def test_gsm8k_matrices_pool_mmlu_subjects_pool_by_bucket_and_a_varying_setting_splits_curves():
     hard_large = {"difficulty": "hard", "size": "large", "subject": "x"}
     runs = [
@@ -32,17 +40,17 @@ def test_gsm8k_matrices_pool_mmlu_subjects_pool_by_bucket_and_a_varying_setting_
         fake_run("mmlu/moral_scenarios", "GittinsEval-G", [1, 2], [0.1, 0.0], kappa=1.0, details=hard_large),
         fake_run("mmlu/professional_law", "GittinsEval-G", [1, 2], [0.3, 0.2], kappa=0.0, details=hard_large),
     ]
-    gsm8k, mmlu = panels(runs)
+    gsm8k, mmlu = panels(rows(runs))
     assert gsm8k.key == "gsm8k_standin_unit" and "[stand-in data]" in gsm8k.title
     assert list(gsm8k.curves) == ["GittinsEval-G"] and len(gsm8k.curves["GittinsEval-G"]) == 2
     assert mmlu.key == "mmlu_hard-large_unit" and "stand-in" not in mmlu.title
     assert sorted(mmlu.curves) == ["GittinsEval-G κ=0.0", "GittinsEval-G κ=1.0"]
-    by_subject = panels(runs, mmlu_panels="subject")
+    by_subject = panels(rows(runs), mmlu_panels="subject")
     assert [p.key for p in by_subject] == ["gsm8k_standin_unit", "mmlu_moral_scenarios_unit",
                                            "mmlu_professional_law_unit"]
-    assert [p.key for p in panels(runs, mmlu_panels="size")][1] == "mmlu_large_unit"
+    assert [p.key for p in panels(rows(runs), mmlu_panels="size")][1] == "mmlu_large_unit"
     with pytest.raises(ValueError, match="mmlu_panels"):
-        panels(runs, mmlu_panels="bucket_size")
+        panels(rows(runs), mmlu_panels="bucket_size")
 
 
 def test_table_numbers_equal_a_direct_computation():
@@ -53,7 +61,7 @@ def test_table_numbers_equal_a_direct_computation():
         regret = rng.uniform(0, 0.3, size=30)
         stop = float(cost[10]) if seed % 2 == 0 else None
         runs.append(fake_run("toy", "UCB-E", cost, regret, seed=seed, stop=stop, wall=float(seed + 1)))
-    (panel,) = panels(runs)
+    (panel,) = panels(rows(runs))
     (row,) = curve_rows(panel)
     for percent in (1, 2, 5, 10):
         values = []
@@ -85,7 +93,7 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
             want[1].append(other[1] - base[1])
             want[5].append(other[2] - base[2])
     runs.append(fake_run("mmlu/c", "GittinsEval-EB", [1.0], [0.9], seed=0, details=details))  # no partner
-    (panel,) = panels(runs)
+    (panel,) = panels(rows(runs))
     (row,) = paired_rows(panel, "GittinsEval-S")
     assert row["method − GittinsEval-S"] == "GittinsEval-EB" and row["pairs"] == "8"
     for percent in (1, 5):
@@ -102,7 +110,7 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
 def test_a_column_past_the_runs_budget_is_empty():
     run = fake_run("toy", "UCB-E", [0.5, 1.0, 2.0], [0.3, 0.2, 0.1])
     run.summary["budget_fraction"] = 0.02
-    (row,) = curve_rows(panels([run])[0])
+    (row,) = curve_rows(panels(rows([run]))[0])
     assert row["regret @ 2%"] == "0.1000 ± 0.0000" and row["regret @ 5%"] == "–" and row["regret @ 10%"] == "–"
 
 
@@ -133,5 +141,5 @@ def test_curves_of_a_swept_setting_are_in_numeric_order():
         run = fake_run("toy", "GittinsEval-S", [1, 2], [0.1, 0.0])
         run.summary["batch_size"] = batch_size
         runs.append(run)
-    (panel,) = panels(runs)
+    (panel,) = panels(rows(runs))
     assert list(panel.curves) == ["GittinsEval-S B=8", "GittinsEval-S B=16", "GittinsEval-S B=32"]
