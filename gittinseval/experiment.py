@@ -15,12 +15,13 @@ from omegaconf import DictConfig, OmegaConf
 from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
 from gittinseval.store import RunRow, stored_run
+from gittinseval.threads import job_threads, torch_threads
 from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int, positive_int
 
-__all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials"]
+__all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials", "simulate_config"]
 
 # Settings that do not change a run's result: a finished run is reused across them.
-RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store")
+RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parent.parent
 CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
@@ -100,6 +101,36 @@ def run_trials(
     return results
 
 
+def simulate_config(cfg: DictConfig) -> RunResult:
+    """The run of ``cfg``: benchmark, cost, prior and policy built from their ``_target_``, then simulated.
+
+    Runs on ``cfg.threads`` torch threads (``null``: the job's CPUs, see
+    :func:`~gittinseval.threads.job_threads`), which the summary records.  Saves and
+    logs nothing (:func:`run_experiment` does).
+    """
+    budget = fraction_in_unit_interval("budget", cfg.budget)
+    seed = non_negative_int("seed", cfg.seed)
+    with torch_threads(job_threads(cfg.get("threads"))) as threads:
+        benchmark = instantiate(cfg.benchmark)
+        cost_model = instantiate(cfg.cost)
+        policy = instantiate(cfg.policy)
+        # A policy that ignores the prior must not need one the benchmark lacks.
+        prior = instantiate(cfg.prior).resolve(benchmark) if policy.uses_prior else GaussianPrior(name="unused")
+        result = simulate(
+            benchmark,
+            policy,
+            cost_model(benchmark),
+            prior,
+            budget_fraction=budget,
+            seed=seed,
+            cost_mode=cost_model.name,
+            prior_name=prior.name,
+            progress=bool(cfg.progress),
+        )
+    result.summary["threads"] = threads
+    return result
+
+
 def run_experiment(
     cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
 ) -> RunResult | RunRow:
@@ -126,25 +157,8 @@ def run_experiment(
     if stored is not None:
         log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
         return stored
-    budget = fraction_in_unit_interval("budget", cfg.budget)
-    seed = non_negative_int("seed", cfg.seed)
-    benchmark = instantiate(cfg.benchmark)
-    cost_model = instantiate(cfg.cost)
-    policy = instantiate(cfg.policy)
-    # A policy that ignores the prior must not need one the benchmark lacks.
-    prior = instantiate(cfg.prior).resolve(benchmark) if policy.uses_prior else GaussianPrior(name="unused")
     logger = instantiate(cfg.logger)
-    result = simulate(
-        benchmark,
-        policy,
-        cost_model(benchmark),
-        prior,
-        budget_fraction=budget,
-        seed=seed,
-        cost_mode=cost_model.name,
-        prior_name=prior.name,
-        progress=bool(cfg.progress),
-    )
+    result = simulate_config(cfg)
     result.summary["config_digest"] = digest
     result.summary["commit"] = code_commit()
     result.save(output_dir)

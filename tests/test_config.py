@@ -200,6 +200,7 @@ def test_cli_multirun_with_joblib_launcher(matrix_path, tmp_path):
     assert completed.returncode == 0, completed.stderr
     summaries = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/summary.json"))]
     assert sorted((s["seed"], s["kappa"]) for s in summaries) == [(0, 0.0), (0, 1.0), (1, 0.0), (1, 1.0)]
+    assert [s["threads"] for s in summaries] == [1] * 4  # one torch thread per joblib job
     assert "wandb sync" not in completed.stdout  # no W&B runs to upload
 
 

@@ -44,9 +44,15 @@ def run_sweep(sweep_dir, scores_path, *overrides, env=None):
 
 
 def summaries(sweep_dir):
-    """summary.json of each run by seed, without the wall time."""
+    """summary.json of each run by seed, without the wall time and the thread count."""
     runs = [json.loads(path.read_text()) for path in sweep_dir.glob("*/summary.json")]
-    return {run["seed"]: {key: value for key, value in run.items() if key != "wall_time_s"} for run in runs}
+    return {run["seed"]: {key: value for key, value in run.items() if key not in ("wall_time_s", "threads")}
+            for run in runs}
+
+
+def thread_counts(sweep_dir):
+    """torch's thread count inside each run of the sweep, as its summary records it."""
+    return sorted(json.loads(path.read_text())["threads"] for path in sweep_dir.glob("*/summary.json"))
 
 
 def wandb_records(path):
@@ -90,13 +96,15 @@ def basic_summaries(scores_path, tmp_path_factory):
     sweep = tmp_path_factory.mktemp("basic") / "sweep"
     completed = run_sweep(sweep, scores_path, "logger=none", "hydra/launcher=basic")
     assert completed.returncode == 0, completed.stderr
+    assert thread_counts(sweep) == [1, 1]  # nothing configured, no Slurm or Ray: one thread
     return summaries(sweep)
 
 
 def test_submitit_local_sweep_matches_the_basic_launcher(scores_path, basic_summaries, tmp_path):
     sweep = tmp_path / "sweep"
-    completed = run_sweep(sweep, scores_path, "hydra/launcher=submitit_local")
+    completed = run_sweep(sweep, scores_path, "hydra/launcher=submitit_local", "threads=2")
     assert completed.returncode == 0, completed.stderr
+    assert thread_counts(sweep) == [2, 2]  # the configured count reaches each job's process
     assert set(basic_summaries) == set(SEEDS)
     assert summaries(sweep) == basic_summaries
     assert_wandb_runs_finished(sweep)
@@ -117,8 +125,9 @@ def test_ray_sweep_on_a_local_cluster_matches_the_basic_launcher(scores_path, ba
     request.addfinalizer(lambda: shutil.rmtree(ray_dir, ignore_errors=True))
     completed = run_sweep(sweep, scores_path, "hydra/launcher=ray", f"+hydra.launcher.ray.init._temp_dir={ray_dir}",
                           "+hydra.launcher.ray.init._node_ip_address=127.0.0.1",
-                          "+hydra.launcher.ray.init.include_dashboard=false")
+                          "+hydra.launcher.ray.init.include_dashboard=false", "+hydra.launcher.ray.remote.num_cpus=2")
     assert completed.returncode == 0, completed.stderr
+    assert thread_counts(sweep) == [2, 2]  # no count configured: the CPUs Ray gave each task
     assert "Started a local Ray instance" in completed.stderr
     assert summaries(sweep) == basic_summaries
     assert_wandb_runs_finished(sweep)
