@@ -261,7 +261,9 @@ class InspectScorer:
             self.models = self._make_models()
         self._models_loop = loop
         tasks = [self._arm_task(index, ids) for index, ids in jobs]
-        options = {"max_tasks": len(tasks), "score_display": False, **self.eval_options}
+        # Realtime logging serves inspect's live viewer of long evals and cost a fifth of a
+        # batch's overhead here (scripts/benchmark_inspect.py); eval_options may turn it back on.
+        options = {"max_tasks": len(tasks), "score_display": False, "log_realtime": False, **self.eval_options}
         logs = await eval_async(tasks, model=None, log_dir=self.log_dir, **options)
         outcomes: list[BatchOutcome | Exception] = []
         for (index, ids), eval_log in zip(jobs, logs, strict=True):
