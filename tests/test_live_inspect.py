@@ -134,6 +134,41 @@ def test_a_pilot_measures_the_expected_costs(tmp_path, caplog):
     assert logged and math.isclose(float(logged.group(1)), spent, rel_tol=1e-5)
 
 
+def test_a_pilot_file_keeps_the_estimate_for_a_resume(tmp_path, monkeypatch):
+    arms = [{"model": "mockllm/strong"}, {"model": "mockllm/weak"}]
+    pilot_file = tmp_path / "pilot.json"
+    first = make_task(arms, tmp_path, tokens=None, pilot=2, pilot_file=pilot_file)
+    assert json.loads(pilot_file.read_text())["costs"] == first.costs
+
+    def no_pilot(self, n_samples):
+        raise AssertionError("the pilot ran again")
+
+    monkeypatch.setattr(InspectScorer, "pilot", no_pilot)
+    again = make_task(arms, tmp_path, tokens=None, pilot=2, pilot_file=pilot_file)
+    assert (again.costs, again.tokens_per_example) == (first.costs, first.tokens_per_example)
+    # Other arms, pilot samples or prices: measured again.
+    for changed in ({"pilot": 3}, {"arms": arms[:1]}):
+        options = {"tokens": None, "pilot": 2, "pilot_file": pilot_file, **changed}
+        with pytest.raises(AssertionError, match="the pilot ran again"):
+            make_task(options.pop("arms", arms), tmp_path, **options)
+
+
+def test_a_rebuilt_task_resumes_its_store(tmp_path):
+    arms = [{"model": "mockllm/strong"}, {"model": "mockllm/weak", "system": "Be brief."}]
+    store = tmp_path / "run.sqlite"
+
+    def run(budget):
+        task = make_task(arms, tmp_path)  # built anew, as a resumed run builds it
+        options = {"costs": task.costs, "tokens_per_example": task.tokens_per_example, "binary": True}
+        return evaluate(task.arms, task.examples, task.score_fn, budget, store=store, progress=False, **options)
+
+    first = run(budget=4e-4)
+    second = run(budget=8e-4)
+    assert first.error is None and second.error is None
+    assert len(second.trace["step"]) > len(first.trace["step"])
+    np.testing.assert_array_equal(second.trace["cost"][: len(first.trace["cost"])], first.trace["cost"])
+
+
 def test_the_policy_finds_the_arm_whose_outputs_score_best(tmp_path):
     arms = [
         {"model": "mockllm/weak"},

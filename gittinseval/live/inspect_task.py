@@ -360,6 +360,7 @@ def inspect_task(
     prices: str | Path | Mapping[str, Mapping[str, float]] | Prices,
     tokens: Mapping[str, float] | None = None,
     pilot: int = 2,
+    pilot_file: str | Path | None = None,
     scorer: str | None = None,
     task_args: Mapping[str, Any] | None = None,
     model_args: Mapping[str, Mapping[str, Any]] | None = None,
@@ -380,6 +381,9 @@ def inspect_task(
         tokens: expected tokens of one example, ``{"input": ..., "output": ...}``;
             ``None``: measured by a pilot.
         pilot: samples per arm of the pilot (used when ``tokens`` is ``None``).
+        pilot_file: a JSON file keeping the pilot's estimate: a rerun (a resumed store)
+            with the same arms, pilot samples and prices reads it instead of paying for
+            the pilot again and getting other costs, which the store would refuse.
         scorer: which of the task's scorers to read (``None``: its only one).
         task_args: arguments of the task function, for a task given by name.
         model_args, log_dir, eval_options: see :class:`InspectScorer`.
@@ -390,7 +394,7 @@ def inspect_task(
     table = load_prices(prices)
     score_fn = InspectScorer(loaded, arms, table, scorer, model_args, log_dir, eval_options)
     if tokens is None:
-        costs, tokens_per_example = score_fn.pilot(pilot)
+        costs, tokens_per_example = _pilot_estimate(score_fn, pilot, pilot_file)
     else:
         unknown = sorted(set(tokens) - {"input", "output"})
         if unknown or not {"input", "output"} <= set(tokens):
@@ -399,6 +403,34 @@ def inspect_task(
         costs = [table.price(str(arm["model"])).dollars(expected["input"], expected["output"]) for arm in arms]
         tokens_per_example = expected["input"] + expected["output"]
     return _live_task(score_fn, costs, tokens_per_example, binary, name or loaded.name)
+
+
+def _pilot_estimate(score_fn: InspectScorer, n_samples: int, path: str | Path | None) -> tuple[list[float], float]:
+    """The pilot's ``(costs, tokens_per_example)``: read from ``path`` if it was measured there for the same arms,
+    pilot samples and prices, else measured (and written to ``path``)."""
+    measured_for = json.loads(
+        json.dumps(
+            {
+                "arms": score_fn.arms,
+                "samples": score_fn.sample_ids[: positive_int("pilot", n_samples)],
+                "prices": score_fn.prices.as_dict(),
+            },
+            default=str,
+        )
+    )
+    path = None if path is None else Path(path)
+    if path is not None and path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("measured_for") == measured_for:
+            log.info("pilot estimate read from %s", path)
+            return saved["costs"], saved["tokens_per_example"]
+        log.warning("%s holds a pilot of other arms, samples or prices: running the pilot again", path)
+    costs, tokens_per_example = score_fn.pilot(n_samples)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"measured_for": measured_for, "costs": costs, "tokens_per_example": tokens_per_example}
+        path.write_text(json.dumps(record, indent=1) + "\n")
+    return costs, tokens_per_example
 
 
 def _live_task(
