@@ -51,7 +51,7 @@ from inspect_ai import Task, eval_async, task_with
 from inspect_ai._eval.loader import load_tasks  # private: what `inspect eval` loads "file.py@name" with
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog
-from inspect_ai.model import GenerateConfig, Model, ModelUsage, get_model
+from inspect_ai.model import GenerateConfig, Model, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, PARTIAL, value_to_float
 from inspect_ai.solver import chain, system_message
 from inspect_ai.util._display import display_type_initialized, init_display_type  # private: eval_async has no display=
@@ -67,7 +67,7 @@ __all__ = ["BatchOutcome", "InspectScorer", "inspect_task", "load_inspect_task"]
 log = logging.getLogger(__name__)
 
 ARM_FIELDS = ("model", "name", "system", "model_args")
-_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+_BOOLEAN_WORDS = ("yes", "no", "true", "false")  # value_to_float reads these, in any case
 
 
 def load_inspect_task(task: str | Task | Callable[..., Task], task_args: Mapping[str, Any] | None = None) -> Task:
@@ -103,7 +103,7 @@ def _score_value(value: Any, scorer: str, sample_id: Any) -> float:
     """A scorer's value as a float in [0, 1] through inspect's ``value_to_float``, else a named error."""
     convertible = isinstance(value, int | float) or (
         isinstance(value, str)
-        and (value in (CORRECT, INCORRECT, PARTIAL, NOANSWER) or value.lower() in _WORDS or _is_number(value))
+        and (value in (CORRECT, INCORRECT, PARTIAL, NOANSWER) or value.lower() in _BOOLEAN_WORDS or _is_number(value))
     )
     number = value_to_float()(value) if convertible else math.nan
     if not 0.0 <= number <= 1.0:
@@ -128,13 +128,11 @@ class BatchOutcome:
     Attributes:
         scores: ``[B]`` scores in [0, 1], in the order of the batch's sample ids.
         dollars: the eval's usage at the prices.
-        usage: inspect's token usage by model.
         tokens: total tokens of the batch (input, output and cache, every model).
     """
 
     scores: np.ndarray
     dollars: float
-    usage: dict[str, ModelUsage]
     tokens: int
 
 
@@ -328,7 +326,6 @@ class InspectScorer:
         return BatchOutcome(
             np.array([np.mean(scores[sample_id]) for sample_id in ids]),
             dollars,
-            dict(eval_log.stats.model_usage),
             tokens,
         )
 
