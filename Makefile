@@ -5,8 +5,8 @@ VENV ?= .venv
 # The CPU wheel of torch held on the lab machines; an unpinned torch pulls a
 # multi-GB CUDA build.  Override with e.g. `make TORCH_SPEC=torch test`.
 TORCH_SPEC ?= torch==2.13.0
-# The test extras and the Slurm and Ray launchers, so that the suite tests them.
-EXTRAS ?= test,slurm,ray
+# The test extras, the Slurm and Ray launchers and the inspect_ai adapter, so that the suite tests them.
+EXTRAS ?= test,slurm,ray,inspect
 STAMP := $(VENV)/.installed-stamp
 
 # llama.cpp's CPU build with the native instruction set crashed here (general protection
