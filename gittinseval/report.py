@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gittinseval.plotting import aggregate_group, plot_curves, plot_wall_times
+from gittinseval.plotting import aggregate_group, plot_panels, plot_wall_times
 from gittinseval.simulator import REPORT_PERCENTS
 from gittinseval.store import RunRow, export_rows, load_rows
 
@@ -79,9 +79,16 @@ SWEPT_SETTINGS = (("batch_size", "B"), ("lam", "λ"), ("kappa", "κ"))
 class Panel:
     """Runs drawn in one figure: ``curves`` maps a curve label to its runs."""
 
-    key: str
+    family: str
+    cost_mode: str
     title: str
     curves: dict[str, list[RunRow]]
+    family_title: str = ""
+
+    @property
+    def key(self) -> str:
+        """File-name stem of the panel's table: ``<family>_<cost mode>``."""
+        return f"{self.family}_{self.cost_mode}"
 
 
 def _family(run: RunRow, mmlu_panels: str) -> tuple[str, str]:
@@ -122,7 +129,7 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
     if mmlu_panels not in MMLU_PANELS:
         raise ValueError(f"mmlu_panels must be one of {', '.join(MMLU_PANELS)}, got {mmlu_panels!r}")
     grouped: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
-    titles: dict[tuple[str, str], str] = {}
+    titles: dict[tuple[str, str], tuple[str, str]] = {}
     for run in runs:
         if not run.has_steps:
             continue
@@ -131,7 +138,7 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
         key = (family, cost_mode)
         grouped[key].append(run)
         stand_in = " [stand-in data]" if run.summary.get("stand_in") else ""
-        titles[key] = f"{title} ({cost_mode} cost){stand_in}"
+        titles[key] = (title, stand_in)
     result = []
     for (family, cost_mode), members in grouped.items():
         values: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
@@ -144,7 +151,8 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
             varying = {key for key, _ in SWEPT_SETTINGS if len(by_key[key]) > 1}
             curves[_curve_label(run, varying)].append(run)
         ordered = dict(sorted(curves.items(), key=lambda item: _natural_key(item[0])))
-        result.append(Panel(f"{family}_{cost_mode}", titles[(family, cost_mode)], ordered))
+        title, stand_in = titles[(family, cost_mode)]
+        result.append(Panel(family, cost_mode, f"{title} ({cost_mode} cost){stand_in}", ordered, title + stand_in))
     return result
 
 
@@ -281,10 +289,10 @@ def write_report(
     log_cost: bool = True,
     versus: tuple[str, ...] = (),
 ) -> Path:
-    """Write ``<panel>.png`` and ``<panel>.md`` per panel, ``timing_<cost mode>.png`` (wall
-    time per run of every method and panel), ``overview.md`` (the panels side by side) and
-    ``report.md`` (every table) into ``out``, from the runs of ``sources`` (sweep folders
-    and results stores)."""
+    """Write ``<panel>.md`` per panel and ``<family>.png`` per benchmark family (its unit-cost and
+    cost-aware panels side by side, as in the paper), ``timing_<cost mode>.png`` (wall time per
+    run of every method and panel), ``overview.md`` (the panels side by side) and ``report.md``
+    (every table) into ``out``, from the runs of ``sources`` (sweep folders and results stores)."""
     runs = [row for source in sources for row in load_rows(source)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -299,17 +307,25 @@ def write_report(
     ]
     wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
     all_tables = [PanelTables.of(panel, versus) for panel in panels(runs, mmlu_panels)]
+    families: dict[str, list[PanelTables]] = defaultdict(list)
     for tables in all_tables:
-        panel = tables.panel
-        cost_mode = next(iter(panel.curves.values()))[0].summary["cost_mode"]
-        wall_times[cost_mode][panel.title.split(" (")[0]] = {
-            label: [r.summary["wall_time_s"] for r in members] for label, members in panel.curves.items()
-        }
-        curves = [aggregate_group(label, members, log_grid=log_cost) for label, members in panel.curves.items()]
-        plot_curves(curves, out / f"{panel.key}.png", panel.title, log_cost=log_cost)
-        table = _markdown(tables)
-        (out / f"{panel.key}.md").write_text(table)
-        sections += [table, f"![{panel.title}]({panel.key}.png)", ""]
+        families[tables.panel.family].append(tables)
+    for family, members in families.items():
+        members.sort(key=lambda tables: (tables.panel.cost_mode != "unit", tables.panel.cost_mode))
+        figure_panels = []
+        for tables in members:
+            panel = tables.panel
+            wall_times[panel.cost_mode][panel.family_title] = {
+                label: [r.summary["wall_time_s"] for r in runs_of] for label, runs_of in panel.curves.items()
+            }
+            curves = [aggregate_group(label, runs_of, log_grid=log_cost) for label, runs_of in panel.curves.items()]
+            figure_panels.append((f"{panel.cost_mode} cost", curves))
+            table = _markdown(tables)
+            (out / f"{panel.key}.md").write_text(table)
+            sections += [table, ""]
+        family_title = members[0].panel.family_title
+        plot_panels(figure_panels, out / f"{family}.png", family_title, log_cost=log_cost)
+        sections += [f"![{family_title}]({family}.png)", ""]
     for cost_mode, groups in wall_times.items():
         figure = plot_wall_times(groups, out / f"timing_{cost_mode}.png", f"Wall time per run ({cost_mode} cost)")
         sections += [f"![Wall time per run ({cost_mode} cost)]({figure.name})", ""]

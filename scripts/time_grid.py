@@ -5,7 +5,8 @@
 The grid (paper, Sec. 5 and App. C): every policy on MMLU (57 subjects x 20 seeds), GSM8K and
 PIQA (5 matrices x 20 seeds each) and AlpacaEval (20 seeds; PromptEval-BAI left out), unit
 and cost-aware, 10% budget; GittinsEval twice (general and specific prior).  Each
-measurement is one run (policy and simulator) in this process on one torch thread,
+measurement is one run (policy and simulator, built by the experiment's own
+``simulate_config``) in this process on one torch thread (``threads=1``),
 cost-aware for seed 0 and unit cost for seed 1, timed in CPU seconds of this process (the
 machine may be shared; the run's ``wall_time_s`` is printed too).
 
@@ -28,13 +29,11 @@ import time
 from pathlib import Path
 from statistics import mean
 
-import torch
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 
-from gittinseval.cli import CONFIG_DIR
+from gittinseval.configs import CONFIG_DIR
 from gittinseval.data.mmlu import _subject_table, mmlu_subjects
-from gittinseval.simulator import simulate
+from gittinseval.experiment import simulate_config
 
 REPRESENTATIVE = {"small": "management", "medium": "conceptual_physics", "large": "high_school_psychology"}
 BANDITS = ["gittins_G", "gittins_S", "ucbe", "sysrs", "prompteval"]
@@ -46,22 +45,16 @@ RUNS_PER_OTHER = {"gsm8k": 100 * 2, "piqa": 100 * 2, "alpacaeval_paper": 20 * 2}
 
 def run_time(benchmark: list[str], policy: str, seed: int, cost: str, budget: float = 0.10) -> dict:
     name, _, prior = policy.partition("_")
-    overrides = [*benchmark, f"policy={name}", f"cost={cost}", "logger=none", f"seed={seed}", f"budget={budget}"]
-    overrides.append("prior=specific" if prior == "S" else "prior=general")
+    overrides = [*benchmark, f"policy={name}", f"cost={cost}", "logger=none", f"seed={seed}", f"budget={budget}",
+                 "threads=1", "prior=specific" if prior == "S" else "prior=general"]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
-    bench = instantiate(cfg.benchmark)
-    cost_model = instantiate(cfg.cost)
     started = time.process_time()
-    result = simulate(
-        bench, instantiate(cfg.policy), cost_model(bench), instantiate(cfg.prior).resolve(bench),
-        budget_fraction=budget, seed=seed, cost_mode=cost_model.name,
-    )
+    summary = simulate_config(cfg).summary
     cpu_s = time.process_time() - started
-    summary = result.summary
     print(f"{' '.join(benchmark):45s} {policy:10s} {cost:5s} budget {budget:5.3f}: {cpu_s:8.2f} CPU s "
           f"({summary['wall_time_s']:8.2f} s wall) {summary['n_steps']:6d} steps", flush=True)
-    return {"cpu_s": cpu_s, "n_steps": summary["n_steps"], "n_examples": bench.scores.shape[1]}
+    return {"cpu_s": cpu_s, "n_steps": summary["n_steps"], "n_examples": summary["n_examples"]}
 
 
 def main() -> None:
@@ -70,7 +63,6 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join([*BANDITS, "lrf", *BO]))
     args = parser.parse_args()
     policies = args.policies.split(",")
-    torch.set_num_threads(1)
     table = _subject_table()
     bucket_examples = {size: sum(int(table[s]["n_examples"]) for s in mmlu_subjects() if table[s]["size"] == size)
                        for size in REPRESENTATIVE}

@@ -124,8 +124,10 @@ def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
     assert "### toy (unit cost)" in text and "### toy (aware cost)" in text and "| GittinsEval-S | 2 |" in text
     assert (tmp_path / "out" / "timing_unit.png").is_file() and (tmp_path / "out" / "timing_aware.png").is_file()
     for name in ("toy_unit", "toy_aware"):
-        assert (tmp_path / "out" / f"{name}.png").stat().st_size > 10_000
         assert (tmp_path / "out" / f"{name}.md").read_text() in text
+    # One figure per benchmark, its unit-cost and cost-aware panels side by side.
+    assert (tmp_path / "out" / "toy.png").stat().st_size > 10_000 and "![toy](toy.png)" in text
+    assert not (tmp_path / "out" / "toy_unit.png").exists()
     main([str(tmp_path / "sweep"), "--linear"])
     assert "wrote" in capsys.readouterr().out and (tmp_path / "sweep" / "report" / "report.md").is_file()
     overview = (tmp_path / "out" / "overview.md").read_text()
