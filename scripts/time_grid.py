@@ -1,6 +1,7 @@
 """Time one run of each policy on representative benchmarks and extrapolate the paper's grid.
 
     python scripts/time_grid.py [--out outputs/time_grid.json] [--policies gittins,ucbe,...]
+    python scripts/time_grid.py --mmlu-experiment paper/mmlu_buckets   # that experiment's MMLU subjects only
 
 The grid (paper, Sec. 5 and App. C): every policy on MMLU (57 subjects x 20 seeds), GSM8K and
 PIQA (5 matrices x 20 seeds each) and AlpacaEval (20 seeds; PromptEval-BAI left out), unit
@@ -57,18 +58,30 @@ def run_time(benchmark: list[str], policy: str, seed: int, cost: str, budget: fl
     return {"cpu_s": cpu_s, "n_steps": summary["n_steps"], "n_examples": summary["n_examples"]}
 
 
+def experiment_subjects(experiment: str) -> list[str]:
+    """The MMLU subjects an experiment file sweeps (``hydra.sweeper.params['benchmark.subject']``)."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+    return str(cfg.hydra.sweeper.params["benchmark.subject"]).split(",")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/time_grid.json"))
     parser.add_argument("--policies", default=",".join([*BANDITS, "lrf", *BO]))
+    parser.add_argument("--mmlu-experiment", help="estimate only this experiment's MMLU subjects, e.g. "
+                        "paper/mmlu_buckets (its sweep's subject list; 20 seeds x 2 cost modes each)")
     args = parser.parse_args()
     policies = args.policies.split(",")
     table = _subject_table()
-    bucket_examples = {size: sum(int(table[s]["n_examples"]) for s in mmlu_subjects() if table[s]["size"] == size)
-                       for size in REPRESENTATIVE}
+    subjects = experiment_subjects(args.mmlu_experiment) if args.mmlu_experiment else mmlu_subjects()
+    sizes = {table[s]["size"] for s in subjects}
+    bucket_examples = {size: sum(int(table[s]["n_examples"]) for s in subjects if table[s]["size"] == size)
+                       for size in sizes}
     benchmarks = {f"mmlu_{size}": ["benchmark=mmlu", f"benchmark.subject={subject}"]
-                  for size, subject in REPRESENTATIVE.items()}
-    benchmarks |= {"gsm8k": ["benchmark=gsm8k"], "alpacaeval_paper": ["benchmark=alpacaeval_paper"]}
+                  for size, subject in REPRESENTATIVE.items() if size in sizes}
+    if not args.mmlu_experiment:
+        benchmarks |= {"gsm8k": ["benchmark=gsm8k"], "alpacaeval_paper": ["benchmark=alpacaeval_paper"]}
 
     seconds: dict[str, float] = {}  # policy -> extrapolated CPU seconds of its share of the grid
     measured: dict[str, dict] = {}
@@ -97,10 +110,10 @@ def main() -> None:
                 size = key.removeprefix("mmlu_")
                 scale = bucket_examples[size] / n_examples
                 if policy == "lrf":
-                    scale = sum(int(table[s]["n_examples"]) ** 2 for s in mmlu_subjects()
+                    scale = sum(int(table[s]["n_examples"]) ** 2 for s in subjects
                                 if table[s]["size"] == size) / n_examples**2
                 if policy in BO:
-                    scale = sum(table[s]["size"] == size for s in mmlu_subjects())
+                    scale = sum(table[s]["size"] == size for s in subjects)
                 total += run * scale * RUNS_PER_MMLU_SUBJECT
             elif key == "gsm8k":
                 total += run * (RUNS_PER_OTHER["gsm8k"] + RUNS_PER_OTHER["piqa"])
