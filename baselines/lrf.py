@@ -25,6 +25,7 @@ from gittinseval.validation import non_negative_float, positive_float, positive_
 __all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 PAIRINGS = ("reference", "independent")
+DROPOUT_DRAWS = ("stream", "observed")
 
 
 class ObservedMatrix:
@@ -224,11 +225,22 @@ class LowRankEnsemble:
     over members, rows or columns.
 
     The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
-    ridge weight keeps every ``r x r`` system well conditioned.  Random draws, in
-    the reference's order and dtype: ``U [E, K, r]`` and ``V [E, N, r]`` normal,
-    then the dropout uniforms ``[E, K, N]``, all from the given ``torch.Generator``
-    (:meth:`fit`).  :meth:`refit` instead starts from a previous fit and draws
-    only the dropout of the cells observed since.
+    ridge weight keeps every ``r x r`` system well conditioned.  Random draws of
+    :meth:`fit`, all from the given ``torch.Generator``: ``U [E, K, r]`` and
+    ``V [E, N, r]`` standard normal, then the dropout, which ``dropout_draws`` draws
+    in one of two ways:
+
+    * ``"stream"`` (parity with the reference): the uniforms ``[E, K, N]`` of every
+      member and cell, observed or not, in the reference's order and dtype, of
+      which only the ``E M`` on observed cells are read (a ``4 E K N``-byte draw);
+    * ``"observed"``: uniforms ``[E, M]`` for the observed cells only, in their
+      order of observation.
+
+    Either way each member drops each observed cell independently with probability
+    ``drop_probability``, and the fit from the factors and the dropout is the same
+    (:meth:`_alternate`); the two modes differ only in which random numbers
+    decide the dropout.  :meth:`refit` instead starts from a previous fit and
+    draws only the dropout of the cells observed since, ``[E, new cells]``.
     """
 
     def __init__(
@@ -239,6 +251,7 @@ class LowRankEnsemble:
         drop_probability: float = 0.05,
         iterations: int = 10,
         pairing: str = "reference",
+        dropout_draws: str = "observed",
     ) -> None:
         for key, value in (("rank", rank), ("ensemble_size", ensemble_size), ("iterations", iterations)):
             positive_int(key, value)
@@ -249,12 +262,15 @@ class LowRankEnsemble:
             raise ValueError(f"drop_probability must be in [0, 1), got {drop_probability!r}")
         if pairing not in PAIRINGS:
             raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+        if dropout_draws not in DROPOUT_DRAWS:
+            raise ValueError(f"dropout_draws must be one of {DROPOUT_DRAWS}, got {dropout_draws!r}")
         self.rank = int(rank)
         self.ensemble_size = int(ensemble_size)
         self.ridge = float(ridge)
         self.drop_probability = float(drop_probability)
         self.iterations = int(iterations)
         self.pairing = pairing
+        self.dropout_draws = dropout_draws
 
     def hyperparameters(self) -> dict[str, Any]:
         return {
@@ -267,15 +283,36 @@ class LowRankEnsemble:
         }
 
     def fit(self, matrix: ObservedMatrix, generator: torch.Generator) -> EnsembleFit:
-        """Fit from random factors and a fresh dropout, ``iterations`` ALS rounds."""
-        return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
+        """Fit from random factors and a fresh dropout (drawn as ``dropout_draws`` says), ``iterations`` ALS rounds."""
+        if self.dropout_draws == "stream":
+            return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
+        u, v = self._initial_factors(*matrix.shape, generator)
+        cells = matrix.cells
+        fit = EnsembleFit(u, v, *self._dropout(cells, generator), cells.numel())
+        return self._alternate(fit, matrix, self.iterations)
 
     def fit_drawn(self, draws: FitDraws, matrix: ObservedMatrix) -> EnsembleFit:
-        """:meth:`fit` with its random draws made beforehand by :meth:`draw`."""
+        """:meth:`fit` in ``"stream"`` mode with its random draws made beforehand by :meth:`draw`."""
         cells = matrix.cells
-        dropped_members, dropped_cells = draws.dropout_of(cells)
-        fit = EnsembleFit(draws.u, draws.v, dropped_members, dropped_cells, cells.numel())
+        fit = EnsembleFit(draws.u, draws.v, *draws.dropout_of(cells), cells.numel())
         return self._alternate(fit, matrix, self.iterations)
+
+    def _initial_factors(
+        self, n_arms: int, n_examples: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``U [E, K, r]``, then ``V [E, N, r]``, standard normal: the first draws of a fit."""
+        u = torch.randn(self.ensemble_size, n_arms, self.rank, generator=generator)
+        v = torch.randn(self.ensemble_size, n_examples, self.rank, generator=generator)
+        return u, v
+
+    def _dropout(self, cells: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` dropped from ``cells [M]``: one float32 uniform per member and cell, ``[E, M]``.
+
+        A uniform below ``drop_probability`` (compared in float32, as the stream's
+        are) drops the cell; the pairs come by member, then as in ``cells``.
+        """
+        uniforms = torch.rand(self.ensemble_size, cells.numel(), generator=generator)
+        return _dropped_cells(uniforms < self.drop_probability, cells)
 
     def draw(
         self,
@@ -291,9 +328,8 @@ class LowRankEnsemble:
         once, member by member, while the member's words are in cache.  ``words``: an
         int64 buffer of ``ceil(E K N / 2)`` to draw into (a fresh one costs page faults).
         """
-        members, rank = self.ensemble_size, self.rank
-        u = torch.randn(members, n_arms, rank, generator=generator)
-        v = torch.randn(members, n_examples, rank, generator=generator)
+        members = self.ensemble_size
+        u, v = self._initial_factors(n_arms, n_examples, generator)
         n_cells = n_arms * n_examples
         known_cells = torch.zeros(0, dtype=torch.long) if known_cells is None else known_cells
         pairs, odd_word = divmod(members * n_cells, 2)
@@ -322,8 +358,7 @@ class LowRankEnsemble:
         observed since get a fresh dropout, ``E x (new cells)`` uniforms.
         """
         new_cells = matrix.cells[previous.n_cells :]
-        uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
-        members, cells = _dropped_cells(uniforms < self.drop_probability, new_cells)
+        members, cells = self._dropout(new_cells, generator)
         fit = EnsembleFit(
             previous.u,
             previous.v,
@@ -488,10 +523,13 @@ class LRFPolicy(Policy):
     Ties go to a per-run random ranking of the arms.  Costs play no part in the
     allocation.
 
-    Parity mode (the default) refits from scratch each step, as the reference
-    does; the random draws of the next fit are made on a second thread while this
-    one fits, into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545,
-    590 MB at 1500 x 1534).  With ``warm_start`` each fit after the first starts from the previous
+    By default every step refits from scratch, as the reference does, drawing the
+    dropout as the ensemble's ``dropout_draws`` says (:class:`LowRankEnsemble`).
+    With ``"stream"`` (parity: the reference's random stream, same batches) the
+    random draws of the next fit are made on a second thread while this one fits,
+    into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545, 590 MB at
+    1500 x 1534); ``"observed"`` draws ``E M`` uniforms for the ``M`` observed
+    cells in turn.  With ``warm_start`` each fit after the first starts from the previous
     fit's factors, keeps each member's dropout of the cells it already saw, and
     runs ``warm_start_iterations`` ALS rounds instead of the ensemble's
     ``iterations`` (see :meth:`LowRankEnsemble.refit`).
@@ -501,7 +539,7 @@ class LRFPolicy(Policy):
         eta: weight of the ensemble sd in the cell score.
         warmup_fraction: ``w``, the warm-up's share of the ``K N`` cells.
         ensemble: the :class:`LowRankEnsemble` refitted each step (default: the
-            reference's rank 1, 64 members).
+            reference's rank 1, 64 members, ``dropout_draws="observed"``).
         warm_start: refit from the previous step's fit (not the reference's method).
         warm_start_iterations: ALS rounds of a warm-started refit.
     """
@@ -565,7 +603,9 @@ class LRFPolicy(Policy):
             if self.fit is None:
                 return self.ensemble.fit(self.matrix, self.generator)
             return self.ensemble.refit(self.fit, self.matrix, self.generator, self.warm_start_iterations)
-        # A parity fit uses the generator for its draws only, so the next fit's draws
+        if self.ensemble.dropout_draws == "observed":
+            return self.ensemble.fit(self.matrix, self.generator)
+        # A stream fit uses the generator for its draws only, so the next fit's draws
         # can be made on another thread while this one fits: the same stream, earlier.
         if self.draws_ahead is None:
             self.draws_ahead = _DrawsAhead(self.ensemble, self.matrix, self.generator)
