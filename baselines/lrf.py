@@ -128,6 +128,28 @@ def _dropped_cells(dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Te
     return members, cells[positions]
 
 
+def _bernoulli_positions(n_trials: int, probability: float, generator: torch.Generator) -> torch.Tensor:
+    """Ascending positions in ``[0, n_trials)`` of the successes of independent Bernoulli(``probability``) trials.
+
+    Drawn as their gaps: the trial after a success, or the first, waits a
+    Geometric(``probability``) number of trials ``{1, 2, ...}`` for the next success,
+    independently of the past (the trials are memoryless), so the cumulative sums of
+    i.i.d. geometric gaps are the successes of ``n_trials`` i.i.d. trials: about
+    ``n_trials * probability`` float64 draws instead of ``n_trials`` uniforms.  The
+    gaps are drawn in chunks (of the expected number still to come plus one standard
+    deviation) until one passes the last trial; the positions are those of one long
+    sequence of gaps, whatever the chunks.
+    """
+    chunks, last = [torch.zeros(0, dtype=torch.float64)], -1.0
+    while probability > 0 and last < n_trials - 1:
+        expected = (n_trials - 1 - last) * probability
+        gaps = torch.empty(int(expected + math.sqrt(expected)) + 1, dtype=torch.float64)
+        chunks.append(gaps.geometric_(probability, generator=generator).cumsum_(0).add_(last))
+        last = float(chunks[-1][-1])
+    positions = torch.cat(chunks)
+    return positions[: int(torch.searchsorted(positions, float(n_trials)))].long()
+
+
 @dataclass
 class FitDraws:
     """The random draws of one fit from scratch, in the reference's order and dtype.
@@ -233,8 +255,9 @@ class LowRankEnsemble:
     * ``"stream"`` (parity with the reference): the uniforms ``[E, K, N]`` of every
       member and cell, observed or not, in the reference's order and dtype, of
       which only the ``E M`` on observed cells are read (a ``4 E K N``-byte draw);
-    * ``"observed"``: uniforms ``[E, M]`` for the observed cells only, in their
-      order of observation.
+    * ``"observed"``: only for the ``E M`` (member, observed cell) pairs, drawn as
+      the gaps between the dropped ones (:func:`_bernoulli_positions`, about
+      ``drop_probability E M`` geometric draws).
 
     Either way each member drops each observed cell independently with probability
     ``drop_probability``, and the fit from the factors and the dropout is the same
@@ -306,13 +329,14 @@ class LowRankEnsemble:
         return u, v
 
     def _dropout(self, cells: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(members, cells)`` dropped from ``cells [M]``: one float32 uniform per member and cell, ``[E, M]``.
+        """``(members, cells)`` dropped from ``cells [M]``, each of the ``E M`` pairs with ``drop_probability``.
 
-        A uniform below ``drop_probability`` (compared in float32, as the stream's
-        are) drops the cell; the pairs come by member, then as in ``cells``.
+        The pairs are the trials ``e M + i`` (member ``e``, ``i``-th cell), drawn by
+        :func:`_bernoulli_positions`; they come by member, then as in ``cells``.
         """
-        uniforms = torch.rand(self.ensemble_size, cells.numel(), generator=generator)
-        return _dropped_cells(uniforms < self.drop_probability, cells)
+        n_cells = cells.numel()
+        positions = _bernoulli_positions(self.ensemble_size * n_cells, self.drop_probability, generator)
+        return positions // n_cells, cells[positions % n_cells]
 
     def draw(
         self,
@@ -358,7 +382,8 @@ class LowRankEnsemble:
         observed since get a fresh dropout, ``E x (new cells)`` uniforms.
         """
         new_cells = matrix.cells[previous.n_cells :]
-        members, cells = self._dropout(new_cells, generator)
+        uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
+        members, cells = _dropped_cells(uniforms < self.drop_probability, new_cells)
         fit = EnsembleFit(
             previous.u,
             previous.v,
@@ -528,7 +553,7 @@ class LRFPolicy(Policy):
     With ``"stream"`` (parity: the reference's random stream, same batches) the
     random draws of the next fit are made on a second thread while this one fits,
     into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545, 590 MB at
-    1500 x 1534); ``"observed"`` draws ``E M`` uniforms for the ``M`` observed
+    1500 x 1534); ``"observed"`` draws the dropout of the ``M`` observed
     cells in turn.  With ``warm_start`` each fit after the first starts from the previous
     fit's factors, keeps each member's dropout of the cells it already saw, and
     runs ``warm_start_iterations`` ALS rounds instead of the ensemble's

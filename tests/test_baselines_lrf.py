@@ -9,7 +9,7 @@ from banditeval.bandits import upper_confidence_bound_exploration_low_rank_facto
 from banditeval.factorization import Factorization
 from scipy import stats
 
-from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
+from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _bernoulli_positions, _ensemble_moments
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
@@ -178,6 +178,17 @@ def test_observed_dropout_keeps_each_cell_independently_with_the_keep_probabilit
     assert between_members.abs().max() * math.sqrt(cells) < bound
     assert abs(successive) * math.sqrt(members * cells) < stats.norm.isf(1e-6 / 2)
     assert abs(next_fit) * math.sqrt(members * cells) < stats.norm.isf(1e-6 / 2)
+
+
+def test_dropout_positions_are_one_sequence_of_geometric_gaps_whatever_the_chunks():
+    """The gaps come in chunks of the expected count plus one sd: some of these calls take several."""
+    for seed in range(200):
+        got = _bernoulli_positions(300, 0.1, torch.Generator().manual_seed(seed))
+        gaps = torch.empty(3000, dtype=torch.float64).geometric_(0.1, generator=torch.Generator().manual_seed(seed))
+        successes = gaps.cumsum(0) - 1  # trial positions from 0
+        assert torch.equal(got, successes[successes < 300].long())
+    assert _bernoulli_positions(0, 0.1, torch.Generator()).numel() == 0
+    assert _bernoulli_positions(50, 0.0, torch.Generator()).numel() == 0
 
 
 def test_ensemble_moments_match_the_explicit_products():
