@@ -394,34 +394,40 @@ class LowRankEnsemble:
         return self._alternate(fit, matrix, iterations)
 
     def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
-        """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout."""
+        """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout.
+
+        The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]`` (:class:`_SideSolver`).
+        """
         n_examples = matrix.shape[1]
         rows, columns = fit.dropped_cells // n_examples, fit.dropped_cells % n_examples
-        scores = torch.from_numpy(matrix.values.reshape(-1))[fit.dropped_cells].float()
+        scores = torch.from_numpy(matrix.values.reshape(-1)).index_select(0, fit.dropped_cells).float()
         members = fit.dropped_members
         v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
         u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
-        u, v = fit.u, fit.v
+        u, v = fit.u.transpose(0, 1).contiguous(), fit.v.transpose(0, 1)
         for _ in range(iterations):
             v = v_side.solve(u)
             u = u_side.solve(v)
+        u, v = u.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
         return EnsembleFit(u, v, fit.dropped_members, fit.dropped_cells, fit.n_cells)
 
 
 class _SideSolver:
-    """Ridge solutions of one side of the ALS, ``[E, L, r]`` given the fixed factor ``[E, J, r]``.
+    """Ridge solutions of one side of the ALS, ``[L, E, r]`` given the fixed factor ``[J, E, r]``.
 
     For the V side (``L = N`` columns, ``J = K`` rows) with the partner member
     ``p(e, l)`` of :class:`LowRankEnsemble`,
 
-        gram[e, l]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[p(e, l), j],
-        target[e, l] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
+        gram[l, e]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[j, p(e, l)],
+        target[l, e] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
 
-    and the U side is the same with ``O^T``.  The full sums, for every member at
-    once, are sparse-dense products ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
-    multiply-adds); the dropped terms are gathered and index-added.  What does
-    not change across the ALS rounds (the partner and scatter indices) is
-    computed once here.
+    and the U side is the same with ``O^T``.  The factors are line-major (line,
+    member, rank), the layout in which the sparse-dense products read them: the
+    full sums, for every member at once, are ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
+    multiply-adds), read at the partners; the dropped terms are gathered and
+    scatter-added (``D r^2``, ``D`` the dropped pairs).  What does not change across
+    the ALS rounds (the partner, gather and scatter indices, all flat: 1-D gathers
+    and scatters are several times faster than row-wise ones) is computed once here.
 
     Args:
         sparse: CSR ``O^T`` and ``(O X)^T``, ``[L, J]``.
@@ -441,44 +447,52 @@ class _SideSolver:
     ) -> None:
         members, rank = ensemble.ensemble_size, ensemble.rank
         self.mask, self.masked_scores = sparse
-        solved_length, fixed_length = self.mask.shape
+        solved_length = self.mask.shape[0]
         self.members, self.rank, self.solved_length = members, rank, solved_length
         self.eye = ensemble.ridge * torch.eye(rank)
-        member_index = torch.arange(members)[:, None]
-        if ensemble.pairing == "independent":
-            partner = member_index.expand(-1, solved_length)
-        else:
-            partner = (member_index * solved_length + torch.arange(solved_length)) % members
-        # Row of the [L E, c] sparse-dense product that member e's line l reads.
-        self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
-        dropped_partner = partner[dropped_members, solved_index]
-        self.dropped_fixed = dropped_partner * fixed_length + fixed_index
-        # Flat positions of the dropped terms in gram [E L, r^2] and target [E L, r]:
-        # a 1-D index_add_ is much faster than a 2-D one.
-        dropped_solved = dropped_members[:, None] * solved_length + solved_index[:, None]
-        self.gram_scatter = (dropped_solved * rank * rank + torch.arange(rank * rank)).reshape(-1)
-        self.target_scatter = (dropped_solved * rank + torch.arange(rank)).reshape(-1)
+        self.independent = ensemble.pairing == "independent"
+        lines = torch.arange(solved_length)[:, None]
+        # Row l E + p(e, l) of the [L E, c] product is member e's line l.
+        partner_rows = (lines * members + self._partner(torch.arange(members), lines)).reshape(-1)
+        self.partner_elements = {width: _elements(partner_rows, width) for width in {rank, rank * rank}}
+        dropped_rows = fixed_index * members + self._partner(dropped_members, solved_index)
+        self.dropped_elements = _elements(dropped_rows, rank)
+        dropped_lines = solved_index * members + dropped_members
+        self.gram_scatter = _elements(dropped_lines, rank * rank)
+        self.target_scatter = _elements(dropped_lines, rank)
         self.negated_scores = -dropped_scores[:, None]
+
+    def _partner(self, members: torch.Tensor, lines: torch.Tensor) -> torch.Tensor:
+        """``p(e, l)`` of members ``e`` on solved lines ``l`` (broadcast)."""
+        if self.independent:
+            return members.expand(torch.broadcast_shapes(members.shape, lines.shape))
+        return (members * self.solved_length + lines) % self.members
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
         members, rank, length = self.members, self.rank, self.solved_length
-        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [E, J, r^2]
+        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [J, E, r^2]
         gram = self._at_partners(outer, self.mask)
         target = self._at_partners(fixed, self.masked_scores)
-        dropped = fixed.reshape(-1, rank)[self.dropped_fixed]  # [D, r]
+        dropped = fixed.view(-1).index_select(0, self.dropped_elements).view(-1, rank)  # [D, r]
         dropped_outer = dropped[:, :, None] * dropped[:, None, :]
-        gram.view(-1).index_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
-        target.view(-1).index_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
+        gram.scatter_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
+        target.scatter_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
         if rank == 1:
-            return (target / (gram + self.eye[0])).view(members, length, 1)
+            return target.div_(gram.add_(self.eye[0])).view(length, members, 1)
         gram = gram.view(-1, rank, rank) + self.eye
-        return torch.linalg.solve(gram, target[..., None])[..., 0].view(members, length, rank)
+        return torch.linalg.solve(gram, target.view(-1, rank, 1))[..., 0].view(length, members, rank)
 
     def _at_partners(self, factor: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
-        """``[E L, c]``: row ``e L + l`` is ``sum_j sparse[l, j] factor[p(e, l), j]``, ``factor [E, J, c]``."""
-        width = factor.shape[-1]
-        product = sparse @ factor.transpose(0, 1).reshape(factor.shape[1], -1)  # [L, E c]
-        return product.view(-1, width)[self.partner_rows]
+        """Flat ``[L E c]``: ``(l, e, i)`` is ``sum_j sparse[l, j] factor[j, p(e, l), i]``, ``factor [J, E, c]``."""
+        product = sparse @ factor.view(factor.shape[0], -1)  # [L, E c]
+        return product.view(-1).index_select(0, self.partner_elements[factor.shape[-1]])
+
+
+def _elements(rows: torch.Tensor, width: int) -> torch.Tensor:
+    """Flat indices ``[R width]`` of the elements of ``rows [R]`` in a row-major ``[., width]`` tensor."""
+    if width == 1:
+        return rows.reshape(-1)
+    return (rows.reshape(-1, 1) * width + torch.arange(width)).reshape(-1)
 
 
 # One thread, shared by every policy in the process: it only draws random numbers, each
