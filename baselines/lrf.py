@@ -336,7 +336,8 @@ class LowRankEnsemble:
         """
         n_cells = cells.numel()
         positions = _bernoulli_positions(self.ensemble_size * n_cells, self.drop_probability, generator)
-        return positions // n_cells, cells[positions % n_cells]
+        members = positions // n_cells
+        return members, cells.index_select(0, positions - members * n_cells)  # no second int64 division
 
     def draw(
         self,
@@ -399,7 +400,8 @@ class LowRankEnsemble:
         The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]`` (:class:`_SideSolver`).
         """
         n_examples = matrix.shape[1]
-        rows, columns = fit.dropped_cells // n_examples, fit.dropped_cells % n_examples
+        rows = fit.dropped_cells // n_examples
+        columns = fit.dropped_cells - rows * n_examples  # no second int64 division
         scores = torch.from_numpy(matrix.values.reshape(-1)).index_select(0, fit.dropped_cells).float()
         members = fit.dropped_members
         v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
@@ -450,23 +452,21 @@ class _SideSolver:
         solved_length = self.mask.shape[0]
         self.members, self.rank, self.solved_length = members, rank, solved_length
         self.eye = ensemble.ridge * torch.eye(rank)
-        self.independent = ensemble.pairing == "independent"
-        lines = torch.arange(solved_length)[:, None]
-        # Row l E + p(e, l) of the [L E, c] product is member e's line l.
-        partner_rows = (lines * members + self._partner(torch.arange(members), lines)).reshape(-1)
+        member_index = torch.arange(members)
+        if ensemble.pairing == "independent":
+            partner = member_index.expand(solved_length, -1)
+        else:
+            partner = (member_index * solved_length + torch.arange(solved_length)[:, None]) % members
+        # [L E]: member e's line l is row l E + p(e, l) of the [L E, c] product at the partners.
+        partner_rows = (partner + torch.arange(0, solved_length * members, members)[:, None]).view(-1)
         self.partner_elements = {width: _elements(partner_rows, width) for width in {rank, rank * rank}}
-        dropped_rows = fixed_index * members + self._partner(dropped_members, solved_index)
+        dropped_lines = solved_index * members + dropped_members  # l E + e
+        # Row j E + p(e, l) of the fixed factor [J E, r]: the partner row of line l, shifted from l to j.
+        dropped_rows = partner_rows.index_select(0, dropped_lines).add_((fixed_index - solved_index).mul_(members))
         self.dropped_elements = _elements(dropped_rows, rank)
-        dropped_lines = solved_index * members + dropped_members
         self.gram_scatter = _elements(dropped_lines, rank * rank)
         self.target_scatter = _elements(dropped_lines, rank)
         self.negated_scores = -dropped_scores[:, None]
-
-    def _partner(self, members: torch.Tensor, lines: torch.Tensor) -> torch.Tensor:
-        """``p(e, l)`` of members ``e`` on solved lines ``l`` (broadcast)."""
-        if self.independent:
-            return members.expand(torch.broadcast_shapes(members.shape, lines.shape))
-        return (members * self.solved_length + lines) % self.members
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
         members, rank, length = self.members, self.rank, self.solved_length
@@ -539,8 +539,9 @@ def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.
     v_outer = (v[..., :, None] * v[..., None, :]).flatten(-2)
     squares = torch.einsum("eks,ens->kn", u_outer, v_outer)
     mean = total / members
-    variance = ((squares - total * mean) / (members - 1)).clamp_min(0.0)
-    return mean.numpy(), variance.sqrt().numpy()
+    # In place: each [K, N] float64 temporary costs a pass and, once freed to the system, page faults.
+    variance = squares.sub_(total.mul_(mean)).div_(members - 1).clamp_min_(0.0)
+    return mean.numpy(), variance.sqrt_().numpy()
 
 
 class LRFPolicy(Policy):
