@@ -98,13 +98,14 @@ class _SortedCells:
 
     def add(self, rows: torch.Tensor, columns: torch.Tensor, scores: torch.Tensor) -> None:
         keys, order = (rows * self.shape[1] + columns).sort()
-        # Position of each new key in the merged order: its rank among the old keys plus among the new.
+        # Position of each key in the merged order: its rank among the old keys plus among the new
+        # (integer positions for both, not a mask of the old ones: a boolean index costs a nonzero).
         at = torch.searchsorted(self.keys, keys) + torch.arange(keys.numel())
-        old = torch.ones(self.keys.numel() + keys.numel(), dtype=torch.bool)
-        old[at] = False
-        merged_keys, merged_scores = torch.empty(old.numel(), dtype=torch.long), torch.empty(old.numel())
-        merged_keys[old], merged_keys[at] = self.keys, keys
-        merged_scores[old], merged_scores[at] = self.scores, scores[order]
+        old_at = torch.searchsorted(keys, self.keys) + torch.arange(self.keys.numel())
+        size = self.keys.numel() + keys.numel()
+        merged_keys, merged_scores = torch.empty(size, dtype=torch.long), torch.empty(size)
+        merged_keys.index_copy_(0, old_at, self.keys).index_copy_(0, at, keys)
+        merged_scores.index_copy_(0, old_at, self.scores).index_copy_(0, at, scores[order])
         self.keys, self.scores = merged_keys, merged_scores
         self.row_counts.index_add_(0, rows, torch.ones_like(rows))
 

@@ -125,7 +125,7 @@ def stream_draws_with(dropped, u, v):
 
 @pytest.mark.parametrize("rank", [1, 2])
 def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank, monkeypatch):
-    """Ours in both modes and banditeval's Factorization, each given the observed mode's dropout."""
+    """Ours in stream mode and banditeval's Factorization, each given the observed mode's dropout."""
     scores, observed = random_matrix(2, 70, 45)
     matrix = ObservedMatrix.from_arrays(scores, observed)
     fit = LowRankEnsemble(rank=rank, dropout_draws="observed").fit(matrix, torch.Generator().manual_seed(5))
@@ -137,9 +137,9 @@ def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank,
     generator = torch.Generator().manual_seed(5)  # the factors come first, as in the stream
     u, v = torch.randn(64, 70, rank, generator=generator), torch.randn(64, 45, rank, generator=generator)
     parity = stream.fit_drawn(stream_draws_with(dropped, u, v), matrix)
-    want_mean, want_sd = parity.moments()
-    np.testing.assert_allclose(mean, want_mean, atol=1e-6)
-    np.testing.assert_allclose(sd, want_sd, atol=1e-6)
+    want_mean, want_sd = parity.moments()  # the same float32 operations in the same order: bit for bit
+    np.testing.assert_array_equal(mean, want_mean)
+    np.testing.assert_array_equal(sd, want_sd)
 
     torch.manual_seed(5)  # the reference draws U, V from the global generator, then the dropout uniforms
     reference = Factorization(70, 45, rank, 64, regularizer_weight=0.1, drop_probability=0.05)
