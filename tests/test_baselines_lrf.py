@@ -272,6 +272,8 @@ def test_a_cell_observed_twice_is_an_error():
 def test_bad_hyperparameters_are_named():
     with pytest.raises(ValueError, match="pairing"):
         LowRankEnsemble(pairing="shuffled")
+    with pytest.raises(ValueError, match=r"dropout_draws must be one of \('stream', 'observed'\), got 'all'"):
+        LowRankEnsemble(dropout_draws="all")
     with pytest.raises(ValueError, match="ensemble_size"):
         LowRankEnsemble(ensemble_size=1)
     with pytest.raises(ValueError, match="warmup_fraction"):
@@ -387,11 +389,12 @@ def test_warm_start_is_deterministic_per_seed_and_keeps_the_protocol():
 
 def test_observed_dropout_runs_are_deterministic_per_seed():
     bench = small_benchmark()
-    ensemble = LowRankEnsemble(ensemble_size=8, dropout_draws="observed")
+    policies = [LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=8)) for _ in range(3)]
     first, again, other = (
-        simulate(bench, LRFPolicy(batch_size=4, ensemble=ensemble), np.ones(16), PRIOR, budget_fraction=0.4, seed=s)
-        for s in (3, 3, 4)
+        simulate(bench, policy, np.ones(16), PRIOR, budget_fraction=0.4, seed=s)
+        for policy, s in zip(policies, (3, 3, 4), strict=True)
     )
+    assert all(policy.draws_ahead is None for policy in policies)  # the default mode draws no stream
     for key in ("arm", "batch_size", "recommended", "cost"):
         np.testing.assert_array_equal(first.trace[key], again.trace[key])
     assert not np.array_equal(first.trace["arm"], other.trace["arm"])
