@@ -23,6 +23,7 @@ from gittinseval.validation import non_negative_float, positive_float, positive_
 __all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 PAIRINGS = ("reference", "independent")
+DROPOUT_DRAWS = ("stream", "observed")
 
 
 class ObservedMatrix:
@@ -95,13 +96,14 @@ class _SortedCells:
 
     def add(self, rows: torch.Tensor, columns: torch.Tensor, scores: torch.Tensor) -> None:
         keys, order = (rows * self.shape[1] + columns).sort()
-        # Position of each new key in the merged order: its rank among the old keys plus among the new.
+        # Position of each key in the merged order: its rank among the old keys plus among the new
+        # (integer positions for both, not a mask of the old ones: a boolean index costs a nonzero).
         at = torch.searchsorted(self.keys, keys) + torch.arange(keys.numel())
-        old = torch.ones(self.keys.numel() + keys.numel(), dtype=torch.bool)
-        old[at] = False
-        merged_keys, merged_scores = torch.empty(old.numel(), dtype=torch.long), torch.empty(old.numel())
-        merged_keys[old], merged_keys[at] = self.keys, keys
-        merged_scores[old], merged_scores[at] = self.scores, scores[order]
+        old_at = torch.searchsorted(keys, self.keys) + torch.arange(self.keys.numel())
+        size = self.keys.numel() + keys.numel()
+        merged_keys, merged_scores = torch.empty(size, dtype=torch.long), torch.empty(size)
+        merged_keys.index_copy_(0, old_at, self.keys).index_copy_(0, at, keys)
+        merged_scores.index_copy_(0, old_at, self.scores).index_copy_(0, at, scores[order])
         self.keys, self.scores = merged_keys, merged_scores
         self.row_counts.index_add_(0, rows, torch.ones_like(rows))
 
@@ -123,6 +125,28 @@ def _dropped_cells(dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Te
     by member, then in the order of ``cells``."""
     members, positions = dropped.nonzero(as_tuple=True)
     return members, cells[positions]
+
+
+def _bernoulli_positions(n_trials: int, probability: float, generator: torch.Generator) -> torch.Tensor:
+    """Ascending positions in ``[0, n_trials)`` of the successes of independent Bernoulli(``probability``) trials.
+
+    Drawn as their gaps: the trial after a success, or the first, waits a
+    Geometric(``probability``) number of trials ``{1, 2, ...}`` for the next success,
+    independently of the past (the trials are memoryless), so the cumulative sums of
+    i.i.d. geometric gaps are the successes of ``n_trials`` i.i.d. trials: about
+    ``n_trials * probability`` float64 draws instead of ``n_trials`` uniforms.  The
+    gaps are drawn in chunks (of the expected number still to come plus one standard
+    deviation) until one passes the last trial; the positions are those of one long
+    sequence of gaps, whatever the chunks.
+    """
+    chunks, last = [torch.zeros(0, dtype=torch.float64)], -1.0
+    while probability > 0 and last < n_trials - 1:
+        expected = (n_trials - 1 - last) * probability
+        gaps = torch.empty(int(expected + math.sqrt(expected)) + 1, dtype=torch.float64)
+        chunks.append(gaps.geometric_(probability, generator=generator).cumsum_(0).add_(last))
+        last = float(chunks[-1][-1])
+    positions = torch.cat(chunks)
+    return positions[: int(torch.searchsorted(positions, float(n_trials)))].long()
 
 
 @dataclass
@@ -222,11 +246,23 @@ class LowRankEnsemble:
     over members, rows or columns.
 
     The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
-    ridge weight keeps every ``r x r`` system well conditioned.  Random draws, in
-    the reference's order and dtype: ``U [E, K, r]`` and ``V [E, N, r]`` normal,
-    then the dropout uniforms ``[E, K, N]``, all from the given ``torch.Generator``
-    (:meth:`fit`).  :meth:`refit` instead starts from a previous fit and draws
-    only the dropout of the cells observed since.
+    ridge weight keeps every ``r x r`` system well conditioned.  Random draws of
+    :meth:`fit`, all from the given ``torch.Generator``: ``U [E, K, r]`` and
+    ``V [E, N, r]`` standard normal, then the dropout, which ``dropout_draws`` draws
+    in one of two ways:
+
+    * ``"stream"`` (parity with the reference): the uniforms ``[E, K, N]`` of every
+      member and cell, observed or not, in the reference's order and dtype, of
+      which only the ``E M`` on observed cells are read (a ``4 E K N``-byte draw);
+    * ``"observed"``: only for the ``E M`` (member, observed cell) pairs, drawn as
+      the gaps between the dropped ones (:func:`_bernoulli_positions`, about
+      ``drop_probability E M`` geometric draws).
+
+    Either way each member drops each observed cell independently with probability
+    ``drop_probability``, and the fit from the factors and the dropout is the same
+    (:meth:`_alternate`); the two modes differ only in which random numbers
+    decide the dropout.  :meth:`refit` instead starts from a previous fit and
+    draws only the dropout of the cells observed since, ``[E, new cells]``.
     """
 
     def __init__(
@@ -237,6 +273,7 @@ class LowRankEnsemble:
         drop_probability: float = 0.05,
         iterations: int = 10,
         pairing: str = "reference",
+        dropout_draws: str = "observed",
     ) -> None:
         for key, value in (("rank", rank), ("ensemble_size", ensemble_size), ("iterations", iterations)):
             positive_int(key, value)
@@ -247,23 +284,49 @@ class LowRankEnsemble:
             raise ValueError(f"drop_probability must be in [0, 1), got {drop_probability!r}")
         if pairing not in PAIRINGS:
             raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+        if dropout_draws not in DROPOUT_DRAWS:
+            raise ValueError(f"dropout_draws must be one of {DROPOUT_DRAWS}, got {dropout_draws!r}")
         self.rank = int(rank)
         self.ensemble_size = int(ensemble_size)
         self.ridge = float(ridge)
         self.drop_probability = float(drop_probability)
         self.iterations = int(iterations)
         self.pairing = pairing
+        self.dropout_draws = dropout_draws
 
     def fit(self, matrix: ObservedMatrix, generator: torch.Generator) -> EnsembleFit:
-        """Fit from random factors and a fresh dropout, ``iterations`` ALS rounds."""
-        return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
+        """Fit from random factors and a fresh dropout (drawn as ``dropout_draws`` says), ``iterations`` ALS rounds."""
+        if self.dropout_draws == "stream":
+            return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
+        u, v = self._initial_factors(*matrix.shape, generator)
+        cells = matrix.cells
+        fit = EnsembleFit(u, v, *self._dropout(cells, generator), cells.numel())
+        return self._alternate(fit, matrix, self.iterations)
 
     def fit_drawn(self, draws: FitDraws, matrix: ObservedMatrix) -> EnsembleFit:
-        """:meth:`fit` with its random draws made beforehand by :meth:`draw`."""
+        """:meth:`fit` in ``"stream"`` mode with its random draws made beforehand by :meth:`draw`."""
         cells = matrix.cells
-        dropped_members, dropped_cells = draws.dropout_of(cells)
-        fit = EnsembleFit(draws.u, draws.v, dropped_members, dropped_cells, cells.numel())
+        fit = EnsembleFit(draws.u, draws.v, *draws.dropout_of(cells), cells.numel())
         return self._alternate(fit, matrix, self.iterations)
+
+    def _initial_factors(
+        self, n_arms: int, n_examples: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``U [E, K, r]``, then ``V [E, N, r]``, standard normal: the first draws of a fit."""
+        u = torch.randn(self.ensemble_size, n_arms, self.rank, generator=generator)
+        v = torch.randn(self.ensemble_size, n_examples, self.rank, generator=generator)
+        return u, v
+
+    def _dropout(self, cells: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, cells)`` dropped from ``cells [M]``, each of the ``E M`` pairs with ``drop_probability``.
+
+        The pairs are the trials ``e M + i`` (member ``e``, ``i``-th cell), drawn by
+        :func:`_bernoulli_positions`; they come by member, then as in ``cells``.
+        """
+        n_cells = cells.numel()
+        positions = _bernoulli_positions(self.ensemble_size * n_cells, self.drop_probability, generator)
+        members = positions // n_cells
+        return members, cells.index_select(0, positions - members * n_cells)  # no second int64 division
 
     def draw(
         self,
@@ -279,9 +342,8 @@ class LowRankEnsemble:
         once, member by member, while the member's words are in cache.  ``words``: an
         int64 buffer of ``ceil(E K N / 2)`` to draw into (a fresh one costs page faults).
         """
-        members, rank = self.ensemble_size, self.rank
-        u = torch.randn(members, n_arms, rank, generator=generator)
-        v = torch.randn(members, n_examples, rank, generator=generator)
+        members = self.ensemble_size
+        u, v = self._initial_factors(n_arms, n_examples, generator)
         n_cells = n_arms * n_examples
         known_cells = torch.zeros(0, dtype=torch.long) if known_cells is None else known_cells
         pairs, odd_word = divmod(members * n_cells, 2)
@@ -322,34 +384,41 @@ class LowRankEnsemble:
         return self._alternate(fit, matrix, iterations)
 
     def _alternate(self, fit: EnsembleFit, matrix: ObservedMatrix, iterations: int) -> EnsembleFit:
-        """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout."""
+        """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout.
+
+        The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]`` (:class:`_SideSolver`).
+        """
         n_examples = matrix.shape[1]
-        rows, columns = fit.dropped_cells // n_examples, fit.dropped_cells % n_examples
-        scores = torch.from_numpy(matrix.values.reshape(-1))[fit.dropped_cells].float()
+        rows = fit.dropped_cells // n_examples
+        columns = fit.dropped_cells - rows * n_examples  # no second int64 division
+        scores = torch.from_numpy(matrix.values.reshape(-1)).index_select(0, fit.dropped_cells).float()
         members = fit.dropped_members
         v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
         u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
-        u, v = fit.u, fit.v
+        u, v = fit.u.transpose(0, 1).contiguous(), fit.v.transpose(0, 1)
         for _ in range(iterations):
             v = v_side.solve(u)
             u = u_side.solve(v)
+        u, v = u.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
         return EnsembleFit(u, v, fit.dropped_members, fit.dropped_cells, fit.n_cells)
 
 
 class _SideSolver:
-    """Ridge solutions of one side of the ALS, ``[E, L, r]`` given the fixed factor ``[E, J, r]``.
+    """Ridge solutions of one side of the ALS, ``[L, E, r]`` given the fixed factor ``[J, E, r]``.
 
     For the V side (``L = N`` columns, ``J = K`` rows) with the partner member
     ``p(e, l)`` of :class:`LowRankEnsemble`,
 
-        gram[e, l]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[p(e, l), j],
-        target[e, l] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
+        gram[l, e]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[j, p(e, l)],
+        target[l, e] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
 
-    and the U side is the same with ``O^T``.  The full sums, for every member at
-    once, are sparse-dense products ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
-    multiply-adds); the dropped terms are gathered and index-added.  What does
-    not change across the ALS rounds (the partner and scatter indices) is
-    computed once here.
+    and the U side is the same with ``O^T``.  The factors are line-major (line,
+    member, rank), the layout in which the sparse-dense products read them: the
+    full sums, for every member at once, are ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
+    multiply-adds), read at the partners; the dropped terms are gathered and
+    scatter-added (``D r^2``, ``D`` the dropped pairs).  What does not change across
+    the ALS rounds (the partner, gather and scatter indices, all flat: 1-D gathers
+    and scatters are several times faster than row-wise ones) is computed once here.
 
     Args:
         sparse: CSR ``O^T`` and ``(O X)^T``, ``[L, J]``.
@@ -369,44 +438,50 @@ class _SideSolver:
     ) -> None:
         members, rank = ensemble.ensemble_size, ensemble.rank
         self.mask, self.masked_scores = sparse
-        solved_length, fixed_length = self.mask.shape
+        solved_length = self.mask.shape[0]
         self.members, self.rank, self.solved_length = members, rank, solved_length
         self.eye = ensemble.ridge * torch.eye(rank)
-        member_index = torch.arange(members)[:, None]
+        member_index = torch.arange(members)
         if ensemble.pairing == "independent":
-            partner = member_index.expand(-1, solved_length)
+            partner = member_index.expand(solved_length, -1)
         else:
-            partner = (member_index * solved_length + torch.arange(solved_length)) % members
-        # Row of the [L E, c] sparse-dense product that member e's line l reads.
-        self.partner_rows = (torch.arange(solved_length) * members + partner).reshape(-1)
-        dropped_partner = partner[dropped_members, solved_index]
-        self.dropped_fixed = dropped_partner * fixed_length + fixed_index
-        # Flat positions of the dropped terms in gram [E L, r^2] and target [E L, r]:
-        # a 1-D index_add_ is much faster than a 2-D one.
-        dropped_solved = dropped_members[:, None] * solved_length + solved_index[:, None]
-        self.gram_scatter = (dropped_solved * rank * rank + torch.arange(rank * rank)).reshape(-1)
-        self.target_scatter = (dropped_solved * rank + torch.arange(rank)).reshape(-1)
+            partner = (member_index * solved_length + torch.arange(solved_length)[:, None]) % members
+        # [L E]: member e's line l is row l E + p(e, l) of the [L E, c] product at the partners.
+        partner_rows = (partner + torch.arange(0, solved_length * members, members)[:, None]).view(-1)
+        self.partner_elements = {width: _elements(partner_rows, width) for width in {rank, rank * rank}}
+        dropped_lines = solved_index * members + dropped_members  # l E + e
+        # Row j E + p(e, l) of the fixed factor [J E, r]: the partner row of line l, shifted from l to j.
+        dropped_rows = partner_rows.index_select(0, dropped_lines).add_((fixed_index - solved_index).mul_(members))
+        self.dropped_elements = _elements(dropped_rows, rank)
+        self.gram_scatter = _elements(dropped_lines, rank * rank)
+        self.target_scatter = _elements(dropped_lines, rank)
         self.negated_scores = -dropped_scores[:, None]
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
         members, rank, length = self.members, self.rank, self.solved_length
-        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [E, J, r^2]
+        outer = (fixed[..., :, None] * fixed[..., None, :]).flatten(-2)  # [J, E, r^2]
         gram = self._at_partners(outer, self.mask)
         target = self._at_partners(fixed, self.masked_scores)
-        dropped = fixed.reshape(-1, rank)[self.dropped_fixed]  # [D, r]
+        dropped = fixed.view(-1).index_select(0, self.dropped_elements).view(-1, rank)  # [D, r]
         dropped_outer = dropped[:, :, None] * dropped[:, None, :]
-        gram.view(-1).index_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
-        target.view(-1).index_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
+        gram.scatter_add_(0, self.gram_scatter, dropped_outer.view(-1).neg_())
+        target.scatter_add_(0, self.target_scatter, dropped.mul_(self.negated_scores).view(-1))
         if rank == 1:
-            return (target / (gram + self.eye[0])).view(members, length, 1)
+            return target.div_(gram.add_(self.eye[0])).view(length, members, 1)
         gram = gram.view(-1, rank, rank) + self.eye
-        return torch.linalg.solve(gram, target[..., None])[..., 0].view(members, length, rank)
+        return torch.linalg.solve(gram, target.view(-1, rank, 1))[..., 0].view(length, members, rank)
 
     def _at_partners(self, factor: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
-        """``[E L, c]``: row ``e L + l`` is ``sum_j sparse[l, j] factor[p(e, l), j]``, ``factor [E, J, c]``."""
-        width = factor.shape[-1]
-        product = sparse @ factor.transpose(0, 1).reshape(factor.shape[1], -1)  # [L, E c]
-        return product.view(-1, width)[self.partner_rows]
+        """Flat ``[L E c]``: ``(l, e, i)`` is ``sum_j sparse[l, j] factor[j, p(e, l), i]``, ``factor [J, E, c]``."""
+        product = sparse @ factor.view(factor.shape[0], -1)  # [L, E c]
+        return product.view(-1).index_select(0, self.partner_elements[factor.shape[-1]])
+
+
+def _elements(rows: torch.Tensor, width: int) -> torch.Tensor:
+    """Flat indices ``[R width]`` of the elements of ``rows [R]`` in a row-major ``[., width]`` tensor."""
+    if width == 1:
+        return rows.reshape(-1)
+    return (rows.reshape(-1, 1) * width + torch.arange(width)).reshape(-1)
 
 
 # One thread, shared by every policy in the process: it only draws random numbers, each
@@ -453,8 +528,9 @@ def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.
     v_outer = (v[..., :, None] * v[..., None, :]).flatten(-2)
     squares = torch.einsum("eks,ens->kn", u_outer, v_outer)
     mean = total / members
-    variance = ((squares - total * mean) / (members - 1)).clamp_min(0.0)
-    return mean.numpy(), variance.sqrt().numpy()
+    # In place: each [K, N] float64 temporary costs a pass and, once freed to the system, page faults.
+    variance = squares.sub_(total.mul_(mean)).div_(members - 1).clamp_min_(0.0)
+    return mean.numpy(), variance.sqrt_().numpy()
 
 
 class LRFPolicy(Policy):
@@ -476,10 +552,13 @@ class LRFPolicy(Policy):
     Ties go to a per-run random ranking of the arms.  Costs play no part in the
     allocation.
 
-    Parity mode (the default) refits from scratch each step, as the reference
-    does; the random draws of the next fit are made on a second thread while this
-    one fits, into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545,
-    590 MB at 1500 x 1534).  With ``warm_start`` each fit after the first starts from the previous
+    By default every step refits from scratch, as the reference does, drawing the
+    dropout as the ensemble's ``dropout_draws`` says (:class:`LowRankEnsemble`).
+    With ``"stream"`` (parity: the reference's random stream, same batches) the
+    random draws of the next fit are made on a second thread while this one fits,
+    into two buffers of ``4 E K N`` bytes (210 MB each at 1500 x 545, 590 MB at
+    1500 x 1534); ``"observed"`` draws the dropout of the ``M`` observed
+    cells in turn.  With ``warm_start`` each fit after the first starts from the previous
     fit's factors, keeps each member's dropout of the cells it already saw, and
     runs ``warm_start_iterations`` ALS rounds instead of the ensemble's
     ``iterations`` (see :meth:`LowRankEnsemble.refit`).
@@ -489,7 +568,7 @@ class LRFPolicy(Policy):
         eta: weight of the ensemble sd in the cell score.
         warmup_fraction: ``w``, the warm-up's share of the ``K N`` cells.
         ensemble: the :class:`LowRankEnsemble` refitted each step (default: the
-            reference's rank 1, 64 members).
+            reference's rank 1, 64 members, ``dropout_draws="observed"``).
         warm_start: refit from the previous step's fit (not the reference's method).
         warm_start_iterations: ALS rounds of a warm-started refit.
     """
@@ -542,7 +621,9 @@ class LRFPolicy(Policy):
             if self.fit is None:
                 return self.ensemble.fit(self.matrix, self.generator)
             return self.ensemble.refit(self.fit, self.matrix, self.generator, self.warm_start_iterations)
-        # A parity fit uses the generator for its draws only, so the next fit's draws
+        if self.ensemble.dropout_draws == "observed":
+            return self.ensemble.fit(self.matrix, self.generator)
+        # A stream fit uses the generator for its draws only, so the next fit's draws
         # can be made on another thread while this one fits: the same stream, earlier.
         if self.draws_ahead is None:
             self.draws_ahead = _DrawsAhead(self.ensemble, self.matrix, self.generator)

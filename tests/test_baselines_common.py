@@ -60,7 +60,7 @@ def test_lrf_ensemble_is_configurable():
     policy = instantiate(cfg.policy)
     assert isinstance(policy.ensemble, LowRankEnsemble)
     ensemble = {"_target_": "baselines.lrf.LowRankEnsemble", "rank": 2, "ensemble_size": 64, "ridge": 0.1,
-                "drop_probability": 0.05, "iterations": 10, "pairing": "reference"}
+                "drop_probability": 0.05, "iterations": 10, "pairing": "reference", "dropout_draws": "observed"}
     params = policy.get_params()
     assert params["ensemble"] == ensemble
     assert params == policy.hyperparameters()  # the summary records what rebuilds the policy

@@ -7,8 +7,9 @@ import pytest
 import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
 from banditeval.factorization import Factorization
+from scipy import stats
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy, ObservedMatrix, _ensemble_moments
+from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _bernoulli_positions, _ensemble_moments
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
@@ -64,7 +65,13 @@ def looped_als_from(scores, masks, u, v, ridge, iterations):
 def test_independent_members_match_a_per_member_loop(rank):
     scores, observed = random_matrix(0, 12, 9, share=0.5)
     ensemble = LowRankEnsemble(
-        rank=rank, ensemble_size=4, ridge=0.1, drop_probability=0.2, iterations=5, pairing="independent"
+        rank=rank,
+        ensemble_size=4,
+        ridge=0.1,
+        drop_probability=0.2,
+        iterations=5,
+        pairing="independent",
+        dropout_draws="stream",
     )
     mean, sd = fit_moments(ensemble, scores, observed, torch.Generator().manual_seed(1))
     want_mean, want_sd = looped_als(scores, observed, torch.Generator().manual_seed(1), 4, rank, 0.1, 0.2, 5)
@@ -80,13 +87,108 @@ def test_reference_pairing_matches_banditeval_factorization(rank):
     reference = Factorization(70, 45, rank, 64, regularizer_weight=0.1, drop_probability=0.05)
     reference.fit(matrix, iterations=10)
     products = reference().double()
-    mean, sd = fit_moments(LowRankEnsemble(rank=rank), scores, observed, torch.Generator().manual_seed(4))
+    stream = LowRankEnsemble(rank=rank, dropout_draws="stream")
+    mean, sd = fit_moments(stream, scores, observed, torch.Generator().manual_seed(4))
     np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-4)
     np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-4)
     independent, _ = fit_moments(
-        LowRankEnsemble(rank=rank, pairing="independent"), scores, observed, torch.Generator().manual_seed(4)
+        LowRankEnsemble(rank=rank, pairing="independent", dropout_draws="stream"),
+        scores,
+        observed,
+        torch.Generator().manual_seed(4),
     )
     assert np.abs(independent - products.mean(0).numpy()).max() > 1e-3  # the pairing matters
+
+
+def dropout_mask(fit, matrix):
+    """``[E, K, N]`` bool: the cells each member of ``fit`` dropped."""
+    mask = torch.zeros(fit.u.shape[0], matrix.shape[0] * matrix.shape[1], dtype=torch.bool)
+    mask[fit.dropped_members, fit.dropped_cells] = True
+    return mask.view(-1, *matrix.shape)
+
+
+def stream_draws_with(dropped, u, v):
+    """Stream-mode draws whose uniforms are 0 on ``dropped [E, K, N]`` and 1 - 2^-24 elsewhere.
+
+    Laid out as :class:`FitDraws` documents: 24-bit words, word ``2j`` in the high and
+    ``2j + 1`` in the low half of int64 ``j``.
+    """
+    members, n_arms, n_examples = dropped.shape
+    words = torch.where(dropped.reshape(-1), 0, 2**24 - 1).long()
+    if words.numel() % 2:
+        words = torch.cat([words, torch.zeros(1, dtype=torch.long)])
+    words = words[0::2] << 32 | words[1::2]
+    none = torch.zeros(0, dtype=torch.long)
+    threshold = math.ceil(float(np.float32(0.05)) * 2**24)
+    return FitDraws(u, v, words, threshold, n_arms * n_examples, none, torch.zeros(members, 0, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank, monkeypatch):
+    """Ours in stream mode and banditeval's Factorization, each given the observed mode's dropout."""
+    scores, observed = random_matrix(2, 70, 45)
+    matrix = ObservedMatrix.from_arrays(scores, observed)
+    fit = LowRankEnsemble(rank=rank, dropout_draws="observed").fit(matrix, torch.Generator().manual_seed(5))
+    dropped = dropout_mask(fit, matrix)
+    assert dropped.any() and not (dropped & ~torch.from_numpy(observed)).any()  # observed cells only
+    mean, sd = fit.moments()
+
+    stream = LowRankEnsemble(rank=rank, dropout_draws="stream")
+    generator = torch.Generator().manual_seed(5)  # the factors come first, as in the stream
+    u, v = torch.randn(64, 70, rank, generator=generator), torch.randn(64, 45, rank, generator=generator)
+    parity = stream.fit_drawn(stream_draws_with(dropped, u, v), matrix)
+    want_mean, want_sd = parity.moments()  # the same float32 operations in the same order: bit for bit
+    np.testing.assert_array_equal(mean, want_mean)
+    np.testing.assert_array_equal(sd, want_sd)
+
+    torch.manual_seed(5)  # the reference draws U, V from the global generator, then the dropout uniforms
+    reference = Factorization(70, 45, rank, 64, regularizer_weight=0.1, drop_probability=0.05)
+    monkeypatch.setattr(torch, "rand_like", lambda x: torch.where(dropped, 0.0, 1.0))
+    reference.fit(torch.tensor(np.where(observed, scores, np.nan), dtype=torch.float32), iterations=10)
+    products = reference().double()
+    np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-4)
+    np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-4)
+
+
+def test_observed_dropout_keeps_each_cell_independently_with_the_keep_probability():
+    """At a fixed seed, with E M = 1.9 million (member, cell) pairs; every check at p-value 1e-6."""
+    scores, observed = random_matrix(3, 400, 150, share=0.5)
+    matrix = ObservedMatrix.from_arrays(scores, observed)
+    ensemble = LowRankEnsemble(drop_probability=0.05, iterations=1)
+    generator = torch.Generator().manual_seed(0)
+    first, second = (dropout_mask(ensemble.fit(matrix, generator), matrix) for _ in range(2))
+    assert not (first | second)[:, ~torch.from_numpy(observed)].any()
+    first, second = (mask.view(64, -1)[:, matrix.cells].double() for mask in (first, second))
+    drops = first  # [E, M], cells in observation order
+    members, cells = drops.shape
+    # Keep rate: the dropped pairs are Binomial(E M, p).
+    low, high = stats.binom.interval(1 - 1e-6, members * cells, 0.05)
+    assert low <= drops.sum() <= high
+    # Each member's count, and each cell's count over the members, binomial with the same p:
+    # chi-square sums of the standardised counts (a shared or cell-dependent dropout inflates them).
+    for counts, trials in ((drops.sum(1), cells), (drops.sum(0), members)):
+        chi2 = float((((counts - trials * 0.05) ** 2) / (trials * 0.05 * 0.95)).sum())
+        assert stats.chi2.sf(chi2, counts.numel()) > 1e-6 and stats.chi2.cdf(chi2, counts.numel()) > 1e-6
+    # Pairwise independence: correlations between members, between successive cells of a
+    # member, and between one fit's dropout and the next's are N(0, 1/n) for n pairs.
+    between_members = torch.corrcoef(drops)[np.triu_indices(members, 1)]
+    successive = torch.corrcoef(torch.stack([drops[:, :-1].reshape(-1), drops[:, 1:].reshape(-1)]))[0, 1]
+    next_fit = torch.corrcoef(torch.stack([first.reshape(-1), second.reshape(-1)]))[0, 1]
+    bound = stats.norm.isf(1e-6 / 2 / between_members.numel())
+    assert between_members.abs().max() * math.sqrt(cells) < bound
+    assert abs(successive) * math.sqrt(members * cells) < stats.norm.isf(1e-6 / 2)
+    assert abs(next_fit) * math.sqrt(members * cells) < stats.norm.isf(1e-6 / 2)
+
+
+def test_dropout_positions_are_one_sequence_of_geometric_gaps_whatever_the_chunks():
+    """The gaps come in chunks of the expected count plus one sd: some of these calls take several."""
+    for seed in range(200):
+        got = _bernoulli_positions(300, 0.1, torch.Generator().manual_seed(seed))
+        gaps = torch.empty(3000, dtype=torch.float64).geometric_(0.1, generator=torch.Generator().manual_seed(seed))
+        successes = gaps.cumsum(0) - 1  # trial positions from 0
+        assert torch.equal(got, successes[successes < 300].long())
+    assert _bernoulli_positions(0, 0.1, torch.Generator()).numel() == 0
+    assert _bernoulli_positions(50, 0.0, torch.Generator()).numel() == 0
 
 
 def test_ensemble_moments_match_the_explicit_products():
@@ -114,7 +216,7 @@ def fed_policy(scores, observed, seed, **kwargs):
 @pytest.mark.parametrize("seed", range(4))
 def test_step_matches_banditeval_with_the_same_random_state(seed):
     scores, observed = random_matrix(10 + seed, 60, 40)
-    policy = fed_policy(scores, observed, seed, batch_size=8)
+    policy = fed_policy(scores, observed, seed, batch_size=8, ensemble=LowRankEnsemble(dropout_draws="stream"))
     matrix = torch.tensor(np.where(observed, scores, np.nan), dtype=torch.float32)
     torch.manual_seed(seed)
     batch, mus = banditeval_step(matrix, batch_size=8, return_mus=True)
@@ -170,6 +272,8 @@ def test_a_cell_observed_twice_is_an_error():
 def test_bad_hyperparameters_are_named():
     with pytest.raises(ValueError, match="pairing"):
         LowRankEnsemble(pairing="shuffled")
+    with pytest.raises(ValueError, match=r"dropout_draws must be one of \('stream', 'observed'\), got 'all'"):
+        LowRankEnsemble(dropout_draws="all")
     with pytest.raises(ValueError, match="ensemble_size"):
         LowRankEnsemble(ensemble_size=1)
     with pytest.raises(ValueError, match="warmup_fraction"):
@@ -213,9 +317,12 @@ def test_draws_made_ahead_give_the_same_run_as_draws_made_in_turn(monkeypatch):
         def take(self):
             return self.draw()
 
-    ahead = simulate(bench, LRFPolicy(batch_size=4), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
+    def stream_policy():
+        return LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(dropout_draws="stream"))
+
+    ahead = simulate(bench, stream_policy(), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
     monkeypatch.setattr("baselines.lrf._DrawsAhead", InTurn)
-    in_turn = simulate(bench, LRFPolicy(batch_size=4), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
+    in_turn = simulate(bench, stream_policy(), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
     for column in ("arm", "recommended"):
         np.testing.assert_array_equal(ahead.trace[column], in_turn.trace[column])
     assert len(ahead.trace["arm"]) > 30  # past the warm-up
@@ -278,6 +385,20 @@ def test_warm_start_is_deterministic_per_seed_and_keeps_the_protocol():
     first_fitted = int(np.searchsorted(np.cumsum(parity.trace["batch_size"]), math.ceil(0.05 * 16 * 60))) + 1
     np.testing.assert_array_equal(first.trace["arm"][: first_fitted + 1], parity.trace["arm"][: first_fitted + 1])
     assert not np.array_equal(first.trace["arm"], parity.trace["arm"])
+
+
+def test_observed_dropout_runs_are_deterministic_per_seed():
+    bench = small_benchmark()
+    policies = [LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(ensemble_size=8)) for _ in range(3)]
+    first, again, other = (
+        simulate(bench, policy, np.ones(16), PRIOR, budget_fraction=0.4, seed=s)
+        for policy, s in zip(policies, (3, 3, 4), strict=True)
+    )
+    assert all(policy.draws_ahead is None for policy in policies)  # the default mode draws no stream
+    for key in ("arm", "batch_size", "recommended", "cost"):
+        np.testing.assert_array_equal(first.trace[key], again.trace[key])
+    assert not np.array_equal(first.trace["arm"], other.trace["arm"])
+    assert len(first.trace["arm"]) > 16 + 60  # at most one warm-up request per arm, then fitted steps
 
 
 @pytest.mark.parametrize("warm_start", [False, True])
