@@ -48,16 +48,6 @@ class ObservedMatrix:
         self._row_major = _SortedCells(n_arms, n_examples)
         self._column_major = _SortedCells(n_examples, n_arms)
 
-    @classmethod
-    def from_arrays(cls, values: np.ndarray, observed: np.ndarray) -> ObservedMatrix:
-        """The matrix whose observed cells are ``observed``, with scores from ``values``."""
-        matrix = cls(*observed.shape)
-        for arm in range(observed.shape[0]):
-            examples = np.flatnonzero(observed[arm])
-            if examples.size:
-                matrix.add(arm, examples, values[arm, examples])
-        return matrix
-
     def add(self, arm: int, examples: np.ndarray, scores: np.ndarray) -> None:
         """Record ``scores`` of ``arm`` on the unseen ``examples``."""
         seen = self.observed[arm, examples]

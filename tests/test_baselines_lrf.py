@@ -18,6 +18,16 @@ from gittinseval.simulator import simulate
 PRIOR = GaussianPrior(0.5, 0.04, "general")
 
 
+def observed_matrix(values: np.ndarray, observed: np.ndarray) -> ObservedMatrix:
+    """The :class:`ObservedMatrix` whose observed cells are ``observed``, with scores from ``values``."""
+    matrix = ObservedMatrix(*observed.shape)
+    for arm in range(observed.shape[0]):
+        examples = np.flatnonzero(observed[arm])
+        if examples.size:
+            matrix.add(arm, examples, values[arm, examples])
+    return matrix
+
+
 def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
     rng = np.random.default_rng(seed)
     scores = (rng.uniform(size=(n_arms, n_examples)) < rng.uniform(0.2, 0.8, size=(n_arms, 1))).astype(float)
@@ -27,7 +37,7 @@ def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
 
 
 def fit_moments(ensemble, scores, observed, generator):
-    return ensemble.fit(ObservedMatrix.from_arrays(scores, observed), generator).moments()
+    return ensemble.fit(observed_matrix(scores, observed), generator).moments()
 
 
 def looped_als(scores, observed, generator, members, rank, ridge, drop, iterations):
@@ -127,7 +137,7 @@ def stream_draws_with(dropped, u, v):
 def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank, monkeypatch):
     """Ours in stream mode and banditeval's Factorization, each given the observed mode's dropout."""
     scores, observed = random_matrix(2, 70, 45)
-    matrix = ObservedMatrix.from_arrays(scores, observed)
+    matrix = observed_matrix(scores, observed)
     fit = LowRankEnsemble(rank=rank, dropout_draws="observed").fit(matrix, torch.Generator().manual_seed(5))
     dropped = dropout_mask(fit, matrix)
     assert dropped.any() and not (dropped & ~torch.from_numpy(observed)).any()  # observed cells only
@@ -153,7 +163,7 @@ def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank,
 def test_observed_dropout_keeps_each_cell_independently_with_the_keep_probability():
     """At a fixed seed, with E M = 1.9 million (member, cell) pairs; every check at p-value 1e-6."""
     scores, observed = random_matrix(3, 400, 150, share=0.5)
-    matrix = ObservedMatrix.from_arrays(scores, observed)
+    matrix = observed_matrix(scores, observed)
     ensemble = LowRankEnsemble(drop_probability=0.05, iterations=1)
     generator = torch.Generator().manual_seed(0)
     first, second = (dropout_mask(ensemble.fit(matrix, generator), matrix) for _ in range(2))
@@ -335,7 +345,7 @@ def test_warm_refit_matches_a_per_member_loop_from_the_previous_factors(rank):
     before = everything & (rng.uniform(size=everything.shape) < 0.7)
     before[:, 0] = True
     ensemble = LowRankEnsemble(rank=rank, ensemble_size=4, drop_probability=0.2, iterations=5, pairing="independent")
-    matrix = ObservedMatrix.from_arrays(scores, before)
+    matrix = observed_matrix(scores, before)
     previous = ensemble.fit(matrix, torch.Generator().manual_seed(1))
     new_cells = []
     for arm in range(12):
