@@ -177,7 +177,7 @@ def test_resumed_run_counts_earlier_spend_toward_the_budget(bench, tmp_path):
 
 def test_bad_driver_arguments(bench):
     scorer = MatrixScorer(bench.scores)
-    with pytest.raises(ValueError, match="budget must be positive"):
+    with pytest.raises(ValueError, match="budget_usd must be positive"):
         evaluate(range(K), range(N), scorer, 0.0, **options(bench))
     with pytest.raises(ValueError, match="concurrency must be a positive integer"):
         evaluate(range(K), range(N), scorer, 1.0, concurrency=0, **options(bench))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -17,13 +15,13 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import start_tracking
-from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import Policy, Request
-from gittinseval.validation import non_negative_int, positive_float, positive_int
+from gittinseval.protocol import Request
 
-__all__ = ["LiveResult", "NonRetryableError", "dataset_digest", "evaluate", "evaluate_async"]
+__all__ = ["LiveResult", "NonRetryableError", "evaluate", "evaluate_async"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +48,7 @@ class LiveResult:
 
     recommendation: Recommendation | None
     spent: float
-    budget: float
+    budget_usd: float | None
     stop_reason: str
     stop_signal: bool
     trace: dict[str, np.ndarray] = field(repr=False)
@@ -79,7 +77,7 @@ class LiveResult:
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
             "spent": self.spent,
-            "budget": self.budget,
+            "budget_usd": self.budget_usd,
             "stop_reason": self.stop_reason,
             "stop_signal": self.stop_signal,
             "n_requests": len(self.trace["step"]),
@@ -91,63 +89,49 @@ class LiveResult:
         }
 
 
-def dataset_digest(examples: Sequence[Any]) -> str:
-    """SHA-256 of the examples as JSON: a store refuses to resume on another dataset."""
-    text = json.dumps(list(examples), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def evaluate(
-    arms: Sequence[Any], examples: Sequence[Any], score_fn: ScoreFn, budget: float, **options: Any
-) -> LiveResult:
-    """Run :func:`evaluate_async` to completion (from code that has no running event loop)."""
-    return asyncio.run(evaluate_async(arms, examples, score_fn, budget, **options))
-
-
-async def evaluate_async(
     arms: Sequence[Any],
     examples: Sequence[Any],
     score_fn: ScoreFn,
-    budget: float,
+    budget_usd: float | None,
     *,
     costs: Sequence[float] | np.ndarray | str | None = None,
-    policy: Policy | None = None,
-    prior: GaussianPrior | None = None,
     tokens_per_example: float = 1000.0,
     binary: bool = False,
-    concurrency: int = 1,
-    store: str | Path | None = None,
-    stop_at_signal: bool = False,
-    seed: int = 0,
-    max_retries: int = 3,
-    retry_backoff: float = 1.0,
-    progress: bool = True,
-    on_tell: Callable[[Request, np.ndarray, float], None] | None = None,
-    logger: Any = None,
-    log_config: dict[str, Any] | None = None,
-    log_dir: str | Path | None = None,
+    **settings: Any,
 ) -> LiveResult:
-    """Evaluate ``arms`` on ``examples`` with ``policy`` (default GittinsEval) until ``budget`` is spent.
+    """:func:`evaluate_async` to completion (from code that has no running event loop), from plain arguments.
 
-    ``score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list of
-    examples (elements of ``examples``) and returns their scores in [0, 1], or a
-    pair ``(scores, cost)`` with the dollars the call cost.  Without a returned
+    ``arms``, ``examples``, ``score_fn``, ``costs``, ``tokens_per_example`` and
+    ``binary`` make the :class:`~gittinseval.live.LiveTask`; ``budget_usd`` and the
+    keyword ``settings`` (``policy``, ``prior``, ``concurrency``, ``store``, ...) the
+    :class:`~gittinseval.live.LiveConfig`.
+    """
+    task = LiveTask(list(arms), list(examples), score_fn, costs, tokens_per_example, binary)
+    return asyncio.run(evaluate_async(task, LiveConfig(budget_usd=budget_usd, **settings)))
+
+
+async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
+    """Evaluate ``task.arms`` on ``task.examples`` with ``config.policy`` until ``config.budget_usd`` is spent.
+
+    ``task.score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list
+    of examples (elements of ``examples``) and returns their scores in [0, 1], or
+    a pair ``(scores, cost)`` with the dollars the call cost.  Without a returned
     cost a batch costs ``len(batch) * costs[arm]``; with neither, the run stops
-    with an error (pass ``costs="unit"`` to count examples instead of dollars).
-    A plain function runs in a pool of ``concurrency`` threads; a coroutine
+    with an error (``costs="unit"`` counts examples instead of dollars).  A plain
+    function runs in a pool of ``config.concurrency`` threads; a coroutine
     function runs on the event loop with at most ``concurrency`` calls in flight.
-    ``costs``, ``policy``, ``prior``, ``tokens_per_example``, ``binary``, ``seed``
-    and ``store`` are those of :class:`Evaluator` (which says how lambda is
-    converted to dollars).
+    The costs, the conversion of lambda to dollars and the store are those of
+    :class:`Evaluator`.
 
     Budget: a request is issued only while ``spent + expected cost of the
-    requests in flight < budget``.  At concurrency 1 this is the simulator's rule
-    (the last batch may cross the budget), and in general the final spend is at
-    most ``budget`` plus the actual cost of one batch per worker,
-    ``spend <= budget + concurrency * max batch cost``: when the last request is
+    requests in flight < budget_usd``.  At concurrency 1 this is the simulator's
+    rule (the last batch may cross the budget), and in general the final spend is
+    at most the budget plus the actual cost of one batch per worker,
+    ``spend <= budget_usd + concurrency * max batch cost``: when the last request is
     issued the told spend is below the budget and at most ``concurrency``
     requests are in flight.  ``spent`` includes what an earlier session of the
-    same ``store`` spent, so a resumed run continues toward the same budget.
+    same store spent, so a resumed run continues toward the same budget.
 
     Stopping: at the budget; at the policy's stopping signal if
     ``stop_at_signal``; when the policy has nothing more to ask; after a
@@ -158,48 +142,37 @@ async def evaluate_async(
     and the store is closed.  A second Ctrl-C while waiting abandons them: they
     stay issued-but-untold in the store and a resumed run sends them again.  If
     nothing was scored, the result has no recommendation (see
-    :attr:`LiveResult.failure`).  ``on_tell(request, scores, cost)`` is called
-    after each tell.
+    :attr:`LiveResult.failure`).  ``config.on_tell(request, scores, cost)`` is
+    called after each tell.
 
-    Logging: ``logger`` is an object of the ``logger=`` group
+    Logging: ``config.logger`` is an object of the ``logger=`` group
     (:class:`~gittinseval.loggers.WandbLogger`, ``NullLogger`` or ``None``).
-    A W&B run in ``log_dir`` (default: the store's directory, else the current
-    one) gets ``log_config`` as its config and the figures of
+    A W&B run in ``config.log_dir`` (default: the store's directory, else the
+    current one) gets ``config.log_config`` as its config and the figures of
     :mod:`gittinseval.live.tracking` after every tell; a resumed store
     continues the same W&B run.
     """
-    budget = positive_float("budget", budget)
-    concurrency = positive_int("concurrency", concurrency)
-    max_retries = non_negative_int("max_retries", max_retries)
-    arms, examples = list(arms), list(examples)
-    evaluator = Evaluator(
-        arms,
-        len(examples),
-        costs,
-        prior,
-        policy=policy,
-        tokens_per_example=tokens_per_example,
-        budget=budget,
-        binary=binary,
-        store=store,
-        seed=seed,
-        dataset=dataset_digest(examples),
-    )
+    if task.score_fn is None:
+        raise ValueError("the task has no score_fn: a live run needs one (or drive an Evaluator by ask/tell)")
+    budget = config.budget_usd
+    arms, examples = list(task.arms), list(task.examples)
+    evaluator = Evaluator(task, config)
     try:
         default_dir = Path.cwd() if evaluator.store.path is None else evaluator.store.path.parent
-        tracker = start_tracking(logger, evaluator, log_config, default_dir if log_dir is None else log_dir)
+        log_dir = default_dir if config.log_dir is None else config.log_dir
+        tracker = start_tracking(config.logger, evaluator, config.log_config, log_dir)
     except BaseException:
         evaluator.close()
         raise
-    call = _Caller(score_fn, arms, examples, concurrency, max_retries, retry_backoff)
+    call = _Caller(task.score_fn, arms, examples, config.concurrency, config.max_retries, config.retry_backoff)
     in_flight: dict[asyncio.Future, Request] = {}
     halted: str | None = None
     error: BaseException | None = None
     currency = "" if evaluator.cost_unit == "unit" else "$"
     bar = tqdm(
         total=budget,
-        initial=min(evaluator.spent, budget),
-        disable=not progress,
+        initial=evaluator.spent if budget is None else min(evaluator.spent, budget),
+        disable=not config.progress,
         bar_format="{l_bar}{bar}| " + currency + "{n:.4g}/" + currency + "{total:.4g} [{elapsed}<{remaining}{postfix}]",
         desc="gittinseval-live",
     )
@@ -207,27 +180,29 @@ async def evaluate_async(
     def blocker() -> str | None:
         if halted is not None:
             return halted
-        if stop_at_signal and evaluator.stop_signal:
+        if config.stop_at_signal and evaluator.stop_signal:
             return "stop_signal"
+        if budget is None:
+            return None
         expected = sum(evaluator.expected_cost(request) for request in in_flight.values())
         return "budget" if evaluator.spent + expected >= budget else None
 
-    def tell(task: asyncio.Future) -> None:
+    def tell(future: asyncio.Future) -> None:
         nonlocal halted, error
-        request = in_flight.pop(task)
+        request = in_flight.pop(future)
         try:
-            scores, cost = task.result()
+            scores, cost = future.result()
             charged = evaluator.tell(request, scores, cost)
         except Exception as failure:  # noqa: BLE001 - any failure of score_fn ends the run cleanly
             log.error("arm %d: %r; stopping with everything told so far kept", request.arm, failure)
             halted, error = "error", error or failure
             return
         tracker.log(evaluator)
-        if on_tell is not None:
-            on_tell(request, np.asarray(scores, dtype=np.float64), charged)
-        if not progress:
+        if config.on_tell is not None:
+            config.on_tell(request, np.asarray(scores, dtype=np.float64), charged)
+        if not config.progress:
             return
-        bar.update(min(evaluator.spent, budget) - bar.n)
+        bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)
         rec = evaluator.recommend()
         bar.set_postfix_str(
             f"best {rec.name[:32]} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}",
@@ -238,7 +213,7 @@ async def evaluate_async(
     try:
         while stop_reason is None:
             try:
-                while len(in_flight) < concurrency and blocker() is None:
+                while len(in_flight) < config.concurrency and blocker() is None:
                     request = evaluator.ask()
                     if request is None:
                         break
@@ -247,8 +222,8 @@ async def evaluate_async(
                     stop_reason = blocker() or "exhausted"
                     break
                 done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    tell(task)
+                for future in done:
+                    tell(future)
             except asyncio.CancelledError:
                 log.warning(
                     "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(in_flight)
@@ -262,7 +237,7 @@ async def evaluate_async(
     result = LiveResult(
         recommendation=evaluator.recommend(),
         spent=evaluator.spent,
-        budget=float(budget),
+        budget_usd=budget,
         stop_reason=stop_reason,
         stop_signal=evaluator.stop_signal,
         trace=evaluator.trace(),

@@ -4,38 +4,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gittinseval.data import validate_prices
-from gittinseval.gittins import GittinsPolicy
+from gittinseval.live.config import LiveConfig
 from gittinseval.live.store import RunStore, StoredEvent, describe_differences
+from gittinseval.live.task import LiveTask, TaskDefinition
 from gittinseval.params import build, target_of
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import EvaluationProblem, Policy, Request, check_live_support, validate_scores
-from gittinseval.validation import positive_float
+from gittinseval.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 
-__all__ = [
-    "TOKENS_PER_MILLION",
-    "ArmStatus",
-    "Evaluator",
-    "Recommendation",
-    "arm_name",
-]
+__all__ = ["ArmStatus", "Evaluator", "Recommendation"]
 
 STORE_FORMAT = 2
-TOKENS_PER_MILLION = 1e6
-UNIT = "unit"
-
-
-def arm_name(arm: Any) -> str:
-    """Stable name of an arm: a string as is, anything else as sorted-key JSON."""
-    return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
 
 
 def _jsonable(value: Any) -> Any:
@@ -49,7 +34,8 @@ class Recommendation:
 
     ``mean`` and ``variance`` are ``M`` and ``V`` of the finite-benchmark posterior
     under the run's prior (the same for every policy); ``lcb = M - kappa sqrt(V)``
-    with the policy's ``kappa`` hyperparameter, 1 for policies without one.  For
+    with the ``kappa`` of the policy's :meth:`~gittinseval.protocol.Policy.posterior_report`
+    (1 unless the policy has its own, as GittinsEval does).  For
     GittinsEval this is the score its recommendation maximises.  GittinsEval-EB
     (``prior_estimator``) maximises it under its learned prior instead, which its
     ``diagnostics()`` report; the reported moments stay under the run's starting prior,
@@ -104,7 +90,7 @@ class Evaluator:
     records its scores and ``cancel(request)`` takes back one that will not be
     told.  The evaluator drives ``policy`` only through the public protocol
     (``reset``, ``select``, ``observe``, ``cancel``, ``recommend``,
-    ``stop_signal``, ``hyperparameters``), seeded with
+    ``stop_signal``, ``hyperparameters``, ``posterior_report``), seeded with
     ``np.random.default_rng(seed)``: with one request in flight at a time, a run
     is the simulator's run on the same scores.
 
@@ -116,8 +102,8 @@ class Evaluator:
     ambiguous.  ``ask()`` returns ``None`` when every candidate is busy.  Other
     policies get one request at a time.  ``ask()`` never hands out an example twice.
 
-    Costs and lambda.  ``costs`` are the expected **dollars** per example of each
-    arm.  The policy sees them in the paper's raw cost unit, **USD per 1M
+    Costs and lambda.  ``task.costs`` are the expected **dollars** per example of
+    each arm.  The policy sees them in the paper's raw cost unit, **USD per 1M
     tokens**, ``c_k = costs_k * 1e6 / tokens_per_example``, so that a policy's
     ``lam`` means in both modes what it means in the paper (``lam * c_k`` score
     units per example; the simulator's ``cost=aware`` prices are in that unit):
@@ -128,7 +114,7 @@ class Evaluator:
     policy sees equal costs of 1 and every ``tell`` must say what the request
     cost.
 
-    Store: every issue, tell and cancel is written to the SQLite file ``store``
+    Store: every issue, tell and cancel is written to the SQLite file ``config.store``
     (see :mod:`gittinseval.live.store`) before the call returns.  Opening an
     existing store replays its events through the public protocol in the order
     they happened, checking that the policy re-selects each stored request; this
@@ -140,112 +126,70 @@ class Evaluator:
     :class:`~gittinseval.live.store.StoreLockedError`.
 
     Args:
-        arms: the ``K`` arms; strings, or JSON-serialisable configurations.
-        n_examples: ``N``, the examples of the dataset, with ids ``0 .. N-1``.
-        costs: ``[K]`` expected dollars per example, ``"unit"``, or ``None`` (see above).
-        prior: Gaussian prior on each arm's mean score; ``None``: N(0.5, 0.04).
-        policy: any live-capable :class:`~gittinseval.protocol.Policy`, fresh
-            (built from ``conf/policy/*.yaml`` or by hand); ``None``: GittinsEval
-            with its defaults.
-        tokens_per_example: tokens of a typical example (prompt and reply), the
-            conversion of dollars to the policy's cost unit.
-        budget: the spend the policy may plan for (dollars, or examples with
-            ``costs="unit"``); ``None``: the exhaustive cost.  Only budget-planning
-            policies (SySRs, PromptEval, UCB-E-LRF) read it; a resumed store keeps
-            the value it was created with.
-        binary: whether every score is 0 or 1 (checked on each tell).
-        store: path of the SQLite store, or ``None`` to keep the run in memory.
-        seed: seed of the policy's randomness (example order, tie-breaking).
-        dataset: identifier of the dataset (e.g. a digest), checked on resume.
+        task: the arms (strings, or JSON-serialisable configurations), the examples
+            (only their number and a digest of their content are used here), the
+            expected costs, ``tokens_per_example`` and ``binary`` (checked on each
+            tell); its ``score_fn`` is not used: the caller scores.
+        config: the policy (fresh, live-capable), prior, seed, store and
+            ``budget_usd``: the spend a budget-planning policy (SySRs, PromptEval,
+            UCB-E-LRF) plans for, converted to its raw cost unit; ``None``: the
+            exhaustive cost.  A resumed store keeps the budget it was created with.
+            Default: ``LiveConfig()`` (GittinsEval, in memory).
     """
 
-    def __init__(
-        self,
-        arms: Sequence[Any],
-        n_examples: int,
-        costs: Sequence[float] | np.ndarray | str | None = None,
-        prior: GaussianPrior | None = None,
-        *,
-        policy: Policy | None = None,
-        tokens_per_example: float = 1000.0,
-        budget: float | None = None,
-        binary: bool = False,
-        store: str | Path | None = None,
-        seed: int = 0,
-        dataset: str | None = None,
-    ) -> None:
-        names = [arm_name(arm) for arm in arms]
-        if not names:
-            raise ValueError("at least one arm is needed")
-        if len(set(names)) != len(names):
-            repeated = sorted({name for name in names if names.count(name) > 1})
-            raise ValueError(f"arm names must be distinct; repeated: {repeated[:5]}")
-        if isinstance(seed, bool) or int(seed) != seed:
-            raise ValueError(f"seed must be an integer, got {seed!r}")
-        tokens_per_example = positive_float("tokens_per_example", tokens_per_example)
-        if budget is not None:
-            budget = positive_float("budget", budget)
-        prior = GaussianPrior() if prior is None else prior
-        if not isinstance(prior, GaussianPrior):
-            raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {prior!r}")
-        self.policy = GittinsPolicy() if policy is None else policy
-        if not isinstance(self.policy, Policy):
-            raise ValueError(f"policy must be a gittinseval.protocol.Policy, got {type(self.policy).__name__}")
-        self.names = tuple(names)
-        self.n_examples = int(n_examples)
-        if isinstance(costs, str):
-            if costs != UNIT:
-                raise ValueError(f"costs must be dollars per example, 'unit' or None, got {costs!r}")
-            self.costs: np.ndarray | None = np.ones(len(names))
-            policy_costs, dollars_per_unit = self.costs, 1.0
-        elif costs is None:
-            self.costs, policy_costs, dollars_per_unit = None, np.ones(len(names)), None
-        else:
-            self.costs = validate_prices(costs, len(names), "costs")
-            dollars_per_unit = float(tokens_per_example) / TOKENS_PER_MILLION
-            policy_costs = self.costs / dollars_per_unit
-        self.cost_unit = UNIT if isinstance(costs, str) else "dollars"
-        self.binary = bool(binary)
-        self.store = RunStore(store)
+    def __init__(self, task: LiveTask, config: LiveConfig | None = None) -> None:
+        self._start(TaskDefinition.of(task), LiveConfig() if config is None else config)
+
+    def _start(self, task: TaskDefinition, config: LiveConfig) -> None:
+        self.task = task
+        self.names = task.names
+        self.n_examples = task.n_examples
+        self.costs = task.costs
+        self.cost_unit = task.cost_unit
+        self.binary = task.binary
+        self.policy = config.policy
+        prior = config.prior
+        self.store = RunStore(config.store)
         try:
             stored = self.store.load_definition()
             if stored is not None:
-                policy_budget = self.store.get_meta("policy_budget")
-            elif budget is None or dollars_per_unit is None:
-                policy_budget = None
+                raw_budget = self.store.get_meta("policy_budget")
+            elif config.budget_usd is None or task.costs is None:
+                raw_budget = None
             else:
-                policy_budget = float(budget) / dollars_per_unit
+                raw_budget = config.budget_usd / task.dollars_per_raw_unit
+            raw_costs = task.raw_costs()
             problem = EvaluationProblem(
-                n_examples=n_examples,
-                costs=policy_costs,
-                budget=self.n_examples * float(policy_costs.sum()) if policy_budget is None else policy_budget,
+                n_examples=task.n_examples,
+                costs=raw_costs,
+                budget=task.n_examples * float(raw_costs.sum()) if raw_budget is None else raw_budget,
                 prior_mean=prior.mean,
                 prior_var=prior.var,
-                binary=self.binary,
+                binary=task.binary,
             )
             check_live_support(self.policy, problem)
-            self.policy.reset(problem, np.random.default_rng(int(seed)))
-            hyperparameters = self.policy.hyperparameters()
-            self.kappa = float(hyperparameters.get("kappa", 1.0))
+            self.policy.reset(problem, np.random.default_rng(config.seed))
+            report = self.policy.posterior_report()
+            self.kappa = float(report.kappa)
             self.posterior = FiniteBenchmarkPosterior(
-                len(names), self.n_examples, prior.mean, prior.var, float(hyperparameters.get("cell_var", 0.25))
+                task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
             )
             self.settings = _jsonable(
                 {
                     "format": STORE_FORMAT,
-                    "n_examples": self.n_examples,
+                    "n_examples": task.n_examples,
                     "prior_mean": float(prior.mean),
                     "prior_var": float(prior.var),
                     "policy": target_of(self.policy),
-                    **{f"policy.{key}": value for key, value in hyperparameters.items()},
-                    "cost_unit": "reported" if costs is None else self.cost_unit,
-                    "tokens_per_example": float(tokens_per_example),
-                    "binary": self.binary,
-                    "seed": int(seed),
-                    "dataset": dataset,
+                    **{f"policy.{key}": value for key, value in self.policy.hyperparameters().items()},
+                    "cost_unit": task.cost_unit,
+                    "tokens_per_example": task.tokens_per_example,
+                    "binary": task.binary,
+                    "seed": config.seed,
+                    "dataset": task.dataset,
                 }
             )
-            self._open_store(stored, policy_budget)
+            self._open_store(stored, raw_budget)
         except BaseException:
             self.store.close()
             raise
@@ -269,26 +213,31 @@ class Evaluator:
             raise ValueError(f"store {store} holds no run")
         settings, names, costs = definition
         recorded = {key.removeprefix("policy."): v for key, v in settings.items() if key.startswith("policy.")}
-        policy = build(settings["policy"], recorded)
         unit = settings["cost_unit"]
-        return cls(
-            names,
+        task = TaskDefinition(
+            tuple(names),
             settings["n_examples"],
-            {"reported": None, UNIT: UNIT}.get(unit, costs),
-            GaussianPrior(settings["prior_mean"], settings["prior_var"]),
-            policy=policy,
-            tokens_per_example=settings["tokens_per_example"],
-            binary=settings["binary"],
-            store=store,
-            seed=settings["seed"],
-            dataset=settings["dataset"],
+            None if unit == "reported" else costs,
+            unit,
+            settings["tokens_per_example"],
+            settings["binary"],
+            settings["dataset"],
         )
+        config = LiveConfig(
+            policy=build(settings["policy"], recorded),
+            prior=GaussianPrior(settings["prior_mean"], settings["prior_var"]),
+            seed=settings["seed"],
+            store=store,
+        )
+        evaluator = cls.__new__(cls)
+        evaluator._start(task, config)
+        return evaluator
 
-    def _open_store(self, stored: tuple | None, policy_budget: float | None) -> None:
+    def _open_store(self, stored: tuple | None, raw_budget: float | None) -> None:
         arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
         given = (self.settings, self.names, arm_costs)
         if stored is None:
-            self.store.define(*given, meta={"policy_budget": policy_budget})
+            self.store.define(*given, meta={"policy_budget": raw_budget})
         elif differences := describe_differences(stored, given):
             raise ValueError(
                 f"store {self.store.path} was created with other arms or settings:\n  " + "\n  ".join(differences)

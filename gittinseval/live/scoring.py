@@ -8,8 +8,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,9 @@ import numpy as np
 
 from gittinseval.data import Benchmark
 from gittinseval.live.driver import NonRetryableError
-from gittinseval.live.evaluator import TOKENS_PER_MILLION
+from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask
 
 __all__ = [
-    "LiveTask",
     "MatrixScorer",
     "OpenAIChatScorer",
     "bundled_examples",
@@ -30,34 +28,6 @@ __all__ = [
     "matrix_task",
     "read_jsonl",
 ]
-
-
-@dataclass
-class LiveTask:
-    """What a live run evaluates.
-
-    Attributes:
-        arms: the ``K`` arms handed to ``score_fn``.
-        examples: the ``N`` examples handed to ``score_fn``.
-        score_fn: ``score_fn(arm, batch)`` -> scores, or ``(scores, dollars)``.
-        costs: ``[K]`` expected dollars per example of each arm, or ``None`` when
-            ``score_fn`` reports what each call cost.
-        tokens_per_example: expected tokens of one example (prompt and reply):
-            converts dollars to the policy's raw cost unit (USD per 1M tokens).
-        binary: whether every score is 0 or 1.
-        benchmark: the response matrix the task replays, if any (its
-            data-specific prior serves ``prior=specific``).
-        name: names the default store.
-    """
-
-    arms: Sequence[Any]
-    examples: Sequence[Any]
-    score_fn: Callable[[Any, list[Any]], Any]
-    costs: Sequence[float] | None = None
-    tokens_per_example: float = 1000.0
-    binary: bool = False
-    benchmark: Benchmark | None = None
-    name: str = "task"
 
 
 class MatrixScorer:
