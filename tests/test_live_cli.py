@@ -96,7 +96,7 @@ def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "no recommendation: nothing was scored; the scoring calls failed" in run.stderr
-    assert "Connection refused" in run.stderr and "recommended " not in run.stderr
+    assert "Connection error" in run.stderr and "recommended " not in run.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["recommended"] is None and summary["failure"].startswith("no recommendation")
 

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 from conftest import binary_benchmark
+from fake_chat import FakeChatServer
 from omegaconf import OmegaConf
-from test_live_scoring import FakeChatServer
 
 from gittinseval import GittinsPolicy
 from gittinseval.cli import CONFIG_DIR

@@ -10,8 +10,9 @@
 """
 
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.driver import LiveResult, NonRetryableError, evaluate, evaluate_async
+from gittinseval.live.driver import LiveResult, evaluate, evaluate_async
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
 from gittinseval.live.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
 from gittinseval.live.store import RunStore, StoreLockedError
 from gittinseval.live.task import LiveTask, arm_name, dataset_digest
@@ -27,7 +28,9 @@ __all__ = [
     "OpenAIChatScorer",
     "Recommendation",
     "RunStore",
+    "ScoringError",
     "StoreLockedError",
+    "TransientError",
     "arm_name",
     "chat_task",
     "dataset_digest",

@@ -17,20 +17,16 @@ from tqdm.auto import tqdm
 
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.failures import is_transient
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import start_tracking
 from gittinseval.protocol import Request
 
-__all__ = ["LiveResult", "NonRetryableError", "evaluate", "evaluate_async"]
+__all__ = ["LiveResult", "evaluate", "evaluate_async"]
 
 log = logging.getLogger(__name__)
 
 ScoreFn = Callable[[Any, list[Any]], Any]
-
-
-class NonRetryableError(Exception):
-    """Raised by a ``score_fn`` for a failure that retrying cannot fix (a rejected API
-    key, an unknown model): the run stops cleanly at once instead of backing off."""
 
 
 @dataclass
@@ -135,9 +131,10 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
 
     Stopping: at the budget; at the policy's stopping signal if
     ``stop_at_signal``; when the policy has nothing more to ask; after a
-    ``score_fn`` call has failed ``max_retries + 1`` times (waiting
-    ``retry_backoff * 2**attempt`` seconds between attempts) or returned invalid
-    scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
+    ``score_fn`` call has failed transiently ``max_retries + 1`` times (waiting
+    ``retry_backoff * 2**attempt`` seconds between attempts; transient: see
+    :func:`~gittinseval.live.failures.is_transient`); at once on any other failure
+    or on invalid scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
     case no new request is issued, the requests in flight are awaited and told,
     and the store is closed.  A second Ctrl-C while waiting abandons them: they
     stay issued-but-untold in the store and a resumed run sends them again.  If
@@ -231,8 +228,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
                 halted = halted or "interrupted"
     finally:
         bar.close()
-        call.shutdown()
         evaluator.close()
+        await call.shutdown()
     # The evaluator's in-memory state outlives its store connection.
     result = LiveResult(
         recommendation=evaluator.recommend(),
@@ -285,10 +282,8 @@ class _Caller:
                 else:
                     result = await asyncio.get_running_loop().run_in_executor(self.pool, self.score_fn, arm, batch)
                 break
-            except NonRetryableError:
-                raise
             except Exception as failure:
-                if attempt == self.max_retries:
+                if not is_transient(failure) or attempt == self.max_retries:
                     raise
                 delay = self.backoff * 2**attempt
                 attempt += 1
@@ -297,9 +292,12 @@ class _Caller:
         # A malformed result is a bug in score_fn, not a transient failure: not retried.
         return _split_result(result)
 
-    def shutdown(self) -> None:
+    async def shutdown(self) -> None:
+        """Stop the thread pool, and close the scorer's connections if it holds any (an ``aclose()`` coroutine)."""
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
+        if (aclose := getattr(self.score_fn, "aclose", None)) is not None:
+            await aclose()
 
 
 def _split_result(result: Any) -> tuple[Any, float | None]:

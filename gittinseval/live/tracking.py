@@ -20,6 +20,7 @@ environment, API keys or request headers.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,8 @@ def start_tracking(
         evaluator.store.set_meta(RUN_ID_KEY, run_id)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # W&B advertises Weave on stderr whenever the openai client is imported; a live run traces no LLM calls there.
+    os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
     run = logger.start_run(directory, id=run_id, resume="allow", job_type="live", group=logger.group, config=config)
     run.define_metric("spent")
     for metric in ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests"):
