@@ -18,8 +18,9 @@ class FakeChatServer:
     would.  ``plan`` is a list of what to do with the next calls, in arrival order:
     ``"ok"``, an HTTP status (an ``int``, unbilled), ``"malformed"`` (a body that is
     not JSON), ``"no_usage"`` or ``"negative_usage"`` (all three billed, reported wrongly).
-    ``latency`` seconds pass before each answer; while ``hold`` is cleared, answers
-    wait for it (calls still arrive and are counted in ``received``).
+    ``latency`` seconds pass before each answer.  The calls after the first
+    ``block_after`` wait for ``release`` before they are answered (they still arrive
+    and are counted in ``received``).
     """
 
     def __init__(self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0):
@@ -32,8 +33,8 @@ class FakeChatServer:
         self.calls = []  # (body, Authorization header, prompt tokens) of each call answered "ok"
         self.billed = []  # (model, prompt tokens, completion tokens) of each billed call
         self.received = 0
-        self.hold = threading.Event()
-        self.hold.set()
+        self.block_after = None
+        self.release = threading.Event()
         self.lock = threading.Lock()
         server = self
 
@@ -47,10 +48,12 @@ class FakeChatServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.received += 1
+                    blocked = server.block_after is not None and server.received > server.block_after
                     action = server.plan.pop(0) if server.plan else "ok"
                 if server.latency:
                     time.sleep(server.latency)
-                server.hold.wait(timeout=60)
+                if blocked:
+                    server.release.wait(timeout=60)
                 if self.path != "/v1/chat/completions" or isinstance(action, int):
                     self.send_response(action if isinstance(action, int) else 404)
                     self.send_header("Content-Type", "application/json")
@@ -98,6 +101,6 @@ class FakeChatServer:
             )
 
     def close(self):
-        self.hold.set()
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()

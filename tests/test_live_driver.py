@@ -138,7 +138,11 @@ def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_pa
 def test_invalid_scores_from_score_fn_stop_the_run(bench):
     result = evaluate(range(K), range(N), lambda arm, examples: [2.0] * len(examples), 1e9, **options(bench))
     assert result.stop_reason == "error" and isinstance(result.error, ValueError)
-    assert "in [0, 1]" in str(result.error) and result.spent == 0
+    assert "in [0, 1]" in str(result.error) and result.status.n_seen.sum() == 0
+    # The call was made, so it is in the ledger, charged as expected (it reported no cost).
+    arm = int(result.error_where.split()[1])
+    assert result.attempts == {"scored": 0, "failed": 1, "lost": 0}
+    assert result.spent == result.charged_as_expected == pytest.approx(B * bench.prices[arm])
 
 
 def test_non_retryable_errors_stop_at_once(bench):

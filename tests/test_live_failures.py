@@ -54,10 +54,14 @@ def test_nothing_scored_means_no_recommendation(bench):
         raise ConnectionError("connection refused")
 
     result = evaluate(
-        range(K), range(N), down, 1.0, costs=bench.prices, max_retries=1, retry_backoff=0.001, progress=False
+        range(K), range(N), down, 1e9, costs=bench.prices, max_retries=1, retry_backoff=0.001, progress=False
     )
     assert result.recommendation is None and result.stop_reason == "error"
-    assert result.failure.startswith("no recommendation: nothing was scored; the scoring calls failed: ConnectionError")
+    # A plain exception says nothing of what was paid: each of the two calls is charged as expected.
+    arm = int(result.error_where.split()[1])
+    assert result.spent == result.charged_as_expected == pytest.approx(2 * 8 * bench.prices[arm])
+    assert result.failure.startswith(f"no recommendation: nothing was scored; the scoring calls failed: arm {arm} (")
+    assert result.failure.endswith("ConnectionError: connection refused")
     summary = result.summary()
     assert summary["recommended"] is None and summary["failure"] == result.failure and summary["n_cells"] == 0
 

@@ -40,7 +40,8 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (output_dir / "status.txt").write_text(result.status.format(top=20) + "\n")
+    (output_dir / "status.txt").write_text(result.ledger_line() + "\n\n" + result.status.format(top=20) + "\n")
+    log.info("%s", result.ledger_line())
     rec = result.recommendation
     log.info(
         "stopped (%s) after %.4g of %.4g; %s; stop signal %s; store %s",

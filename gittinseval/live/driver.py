@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.evaluator import ArmStatus, Attempt, Evaluator, Recommendation
 from gittinseval.live.failures import is_transient
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import start_tracking
@@ -35,11 +36,14 @@ class LiveResult:
 
     ``stop_reason`` is ``"budget"``, ``"stop_signal"`` (with ``stop_at_signal``),
     ``"exhausted"`` (the policy has nothing more to ask: every example told, or
-    its schedule done), ``"interrupted"`` (Ctrl-C) or ``"error"`` (``score_fn``
-    failed after its retries, or returned invalid scores or no cost; the
-    exception is in ``error``).  ``spent`` counts every told request in the
-    store, including those of earlier sessions.  ``recommendation`` is ``None``
-    when nothing was scored; :attr:`failure` then says why.
+    its schedule done), ``"interrupted"`` (Ctrl-C) or ``"error"`` (a scoring call
+    failed deterministically, or transiently after its retries, or returned
+    invalid scores or cost; the exception is in ``error``, the arm and examples
+    of the call in ``error_where``).  ``spent`` is the store's ledger: every
+    scoring call that may have reached the provider, over every session, of which
+    ``charged_as_expected`` was charged at its expected cost because its cost is
+    unknown.  ``recommendation`` is ``None`` when nothing was scored;
+    :attr:`failure` then says why.
     """
 
     recommendation: Recommendation | None
@@ -49,20 +53,43 @@ class LiveResult:
     stop_signal: bool
     trace: dict[str, np.ndarray] = field(repr=False)
     status: ArmStatus = field(repr=False)
+    charged_as_expected: float = 0.0
+    attempts: dict[str, int] = field(default_factory=dict)
+    status_unit: str = "dollars"
+    """The money of ``spent``: ``"dollars"``, or ``"unit"`` (examples) under unit costs."""
+    """Scoring calls by outcome (``scored``, ``failed``, ``lost``), over every session of the store."""
     store: Path | None = None
     error: BaseException | None = None
+    error_where: str | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """The policy's own facts about the run (:meth:`Policy.diagnostics`), e.g. EB's prior."""
+
+    @property
+    def error_message(self) -> str | None:
+        """The error that stopped the run, in one line that names the arm and the example."""
+        if self.error is None:
+            return None
+        what = f"{type(self.error).__name__}: {self.error}"
+        return f"{self.error_where}: {what}" if self.error_where else what
 
     @property
     def failure(self) -> str | None:
         """Why the run has no recommendation (nothing was scored), else ``None``."""
         if self.recommendation is not None:
             return None
-        cause = (
-            f"the scoring calls failed: {self.error!r}" if self.error is not None else f"stopped ({self.stop_reason})"
-        )
+        failed = self.error is not None
+        cause = f"the scoring calls failed: {self.error_message}" if failed else f"stopped ({self.stop_reason})"
         return f"no recommendation: nothing was scored; {cause}"
+
+    def ledger_line(self) -> str:
+        """What was spent, on how many calls, and how much of it is charged as expected (cost unknown)."""
+        money = "" if self.status_unit == "unit" else "$"
+        budget = "no budget" if self.budget_usd is None else f"a budget of {money}{self.budget_usd:.6g}"
+        calls = ", ".join(f"{count} {outcome}" for outcome, count in self.attempts.items())
+        return (
+            f"spent {money}{self.spent:.6g} of {budget} on {sum(self.attempts.values())} scoring calls ({calls}); "
+            f"charged as expected (calls of unknown cost): {money}{self.charged_as_expected:.6g}"
+        )
 
     def summary(self) -> dict[str, Any]:
         rec = self.recommendation
@@ -73,13 +100,15 @@ class LiveResult:
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
             "spent": self.spent,
+            "charged_as_expected": self.charged_as_expected,
             "budget_usd": self.budget_usd,
+            "attempts": self.attempts,
             "stop_reason": self.stop_reason,
             "stop_signal": self.stop_signal,
             "n_requests": len(self.trace["step"]),
             "n_cells": int(self.status.n_seen.sum()),
             "store": None if self.store is None else str(self.store),
-            "error": None if self.error is None else repr(self.error),
+            "error": self.error_message,
             "failure": self.failure,
             "diagnostics": self.diagnostics,
         }
@@ -161,10 +190,11 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     except BaseException:
         evaluator.close()
         raise
-    call = _Caller(task.score_fn, arms, examples, config.concurrency, config.max_retries, config.retry_backoff)
-    in_flight: dict[asyncio.Future, Request] = {}
+    call = _ScoreCall(task.score_fn, config.concurrency)
+    in_flight: set[asyncio.Future] = set()
     halted: str | None = None
     error: BaseException | None = None
+    error_where: str | None = None
     currency = "" if evaluator.cost_unit == "unit" else "$"
     bar = tqdm(
         total=budget,
@@ -175,28 +205,59 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     )
 
     def blocker() -> str | None:
+        """Why no new scoring call may start, or ``None``: spent plus the expected cost of the calls
+        in flight must stay below the budget."""
         if halted is not None:
             return halted
         if config.stop_at_signal and evaluator.stop_signal:
             return "stop_signal"
-        if budget is None:
-            return None
-        expected = sum(evaluator.expected_cost(request) for request in in_flight.values())
-        return "budget" if evaluator.spent + expected >= budget else None
+        if budget is not None and evaluator.spent + evaluator.expected_in_flight >= budget:
+            return "budget"
+        return None
 
-    def tell(future: asyncio.Future) -> None:
-        nonlocal halted, error
-        request = in_flight.pop(future)
-        try:
-            scores, cost = future.result()
-            charged = evaluator.tell(request, scores, cost)
-        except Exception as failure:  # noqa: BLE001 - any failure of score_fn ends the run cleanly
-            log.error("arm %d: %r; stopping with everything told so far kept", request.arm, failure)
-            halted, error = "error", error or failure
-            return
+    def stop(failure: BaseException, where: str) -> None:
+        nonlocal halted, error, error_where
+        log.error("%s: %s; stopping with everything scored so far kept", where, failure)
+        if error is None:
+            error, error_where = failure, where
+        halted = "error"
+
+    async def score(attempt: Attempt) -> tuple[np.ndarray, float] | None:
+        """Score a request, retrying transient failures on its examples still unscored; its scores and
+        cost once told, or ``None`` when it stays outstanding (a retry blocked, or a failure)."""
+        request = attempt.request
+        for retry in itertools.count():
+            batch = [examples[int(e)] for e in attempt.examples]
+            try:
+                scores, cost = _split_result(await call(arms[request.arm], batch))
+            except Exception as failure:  # noqa: BLE001 - every failure is recorded, then retried or stops the run
+                evaluator.fail_attempt(attempt, failure)
+                where = _where(evaluator, attempt, failure)
+                if not is_transient(failure) or retry == config.max_retries:
+                    stop(failure, where)
+                    return None
+                delay = config.retry_backoff * 2**retry
+                log.warning("%s: call %d failed (%s); retrying in %.3g s", where, retry + 1, failure, delay)
+                await asyncio.sleep(delay)
+                if (reason := blocker()) not in (None, "stop_signal"):
+                    if reason == "budget":
+                        log.warning("%s: not retried: spent plus the calls in flight reach the budget", where)
+                    return None
+                attempt = evaluator.start_attempt(request)
+                continue
+            try:
+                told = evaluator.finish_attempt(attempt, scores, cost)
+            except Exception as failure:  # noqa: BLE001 - invalid scores or cost, recorded as a failed call
+                stop(failure, _where(evaluator, attempt, failure))
+                return None
+            report(request, *told)
+            return told
+
+    def report(request: Request, scores: np.ndarray, cost: float) -> None:
+        """Right after a tell: the logger, the user's callback, the progress bar."""
         tracker.log(evaluator)
         if config.on_tell is not None:
-            config.on_tell(request, np.asarray(scores, dtype=np.float64), charged)
+            config.on_tell(request, scores, cost)
         if not config.progress:
             return
         bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)
@@ -214,13 +275,15 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
                     request = evaluator.ask()
                     if request is None:
                         break
-                    in_flight[asyncio.ensure_future(call(request))] = request
+                    # The call is in the ledger (and in the budget's in-flight total) before it is sent.
+                    in_flight.add(asyncio.ensure_future(score(evaluator.start_attempt(request))))
                 if not in_flight:
                     stop_reason = blocker() or "exhausted"
                     break
                 done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
-                    tell(future)
+                    in_flight.remove(future)
+                    future.result()  # re-raises a bug of the driver itself; scoring failures are handled in score()
             except asyncio.CancelledError:
                 log.warning(
                     "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(in_flight)
@@ -239,58 +302,42 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
         stop_signal=evaluator.stop_signal,
         trace=evaluator.trace(),
         status=evaluator.status(),
+        charged_as_expected=evaluator.charged_as_expected,
+        attempts=evaluator.attempt_counts,
+        status_unit=evaluator.cost_unit,
         store=evaluator.store.path,
         error=error,
+        error_where=error_where,
         diagnostics=evaluator.policy.diagnostics(),
     )
     tracker.finish(result.summary())
     return result
 
 
-class _Caller:
-    """Calls ``score_fn`` on a request's arm and examples, with retries and backoff.
+def _where(evaluator: Evaluator, attempt: Attempt, failure: BaseException) -> str:
+    """The arm and the example(s) of a failed call, by id and name."""
+    arm = attempt.request.arm
+    position = getattr(failure, "example", None)
+    if position is not None and 0 <= position < attempt.examples.size:
+        examples = f"example {int(attempt.examples[position])}"
+    else:
+        examples = f"examples {attempt.examples[:8].tolist()}" + (" ..." if attempt.examples.size > 8 else "")
+    name = evaluator.names[arm]
+    return f"arm {arm} ({name[:60]}{'...' if len(name) > 60 else ''}), {examples}"
 
-    Returns ``(scores, cost)``; ``cost`` is ``None`` when ``score_fn`` returned
-    scores only.
-    """
 
-    def __init__(
-        self,
-        score_fn: ScoreFn,
-        arms: list[Any],
-        examples: list[Any],
-        concurrency: int,
-        max_retries: int,
-        backoff: float,
-    ) -> None:
+class _ScoreCall:
+    """Calls ``score_fn(arm, batch)``: a coroutine function on the event loop, a plain one in a thread pool."""
+
+    def __init__(self, score_fn: ScoreFn, concurrency: int) -> None:
         self.score_fn = score_fn
-        self.arms = arms
-        self.examples = examples
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
         self.is_async = inspect.iscoroutinefunction(score_fn) or inspect.iscoroutinefunction(type(score_fn).__call__)
         self.pool = None if self.is_async else ThreadPoolExecutor(concurrency, thread_name_prefix="score_fn")
 
-    async def __call__(self, request: Request) -> tuple[Any, float | None]:
-        arm = self.arms[request.arm]
-        batch = [self.examples[i] for i in request.examples]
-        attempt = 0
-        while True:
-            try:
-                if self.is_async:
-                    result = await self.score_fn(arm, batch)
-                else:
-                    result = await asyncio.get_running_loop().run_in_executor(self.pool, self.score_fn, arm, batch)
-                break
-            except Exception as failure:
-                if not is_transient(failure) or attempt == self.max_retries:
-                    raise
-                delay = self.backoff * 2**attempt
-                attempt += 1
-                log.warning("arm %d: attempt %d failed (%r); retrying in %.3g s", request.arm, attempt, failure, delay)
-                await asyncio.sleep(delay)
-        # A malformed result is a bug in score_fn, not a transient failure: not retried.
-        return _split_result(result)
+    async def __call__(self, arm: Any, batch: list[Any]) -> Any:
+        if self.is_async:
+            return await self.score_fn(arm, batch)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self.score_fn, arm, batch)
 
     async def shutdown(self) -> None:
         """Stop the thread pool, and close the scorer's connections if it holds any (an ``aclose()`` coroutine)."""

@@ -4,28 +4,51 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.store import RunStore, StoredEvent, describe_differences
+from gittinseval.live.failures import ScoringError
+from gittinseval.live.store import STORE_FORMAT, AttemptOutcome, RunStore, StoredEvent, describe_differences
 from gittinseval.live.task import LiveTask, TaskDefinition
 from gittinseval.params import build, target_of
 from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 
-__all__ = ["ArmStatus", "Evaluator", "Recommendation"]
-
-STORE_FORMAT = 2
+__all__ = ["ArmStatus", "Attempt", "Evaluator", "Recommendation"]
 
 
 def _jsonable(value: Any) -> Any:
     """``value`` as it reads back from JSON (so that stored and given settings compare equal)."""
     return json.loads(json.dumps(value, default=float))
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A scoring call in flight: the examples ``[m]`` of an outstanding request not yet scored, and
+    their expected cost; ``id`` is its row in the store's ledger."""
+
+    id: int
+    request: Request
+    examples: np.ndarray = field(repr=False)
+    expected: float = 0.0
+
+    def outcome(self, request_id: int) -> AttemptOutcome:
+        return AttemptOutcome(self.id, request_id, self.request.arm, self.examples, self.expected)
+
+
+@dataclass
+class _Open:
+    """An outstanding request: its row in the store, the cells scored so far and what its calls cost."""
+
+    id: int
+    request: Request
+    scored: dict[int, float] = field(default_factory=dict)
+    charged: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -242,13 +265,20 @@ class Evaluator:
             raise ValueError(
                 f"store {self.store.path} was created with other arms or settings:\n  " + "\n  ".join(differences)
             )
-        self._outstanding: dict[int, tuple[int, Request]] = {}
+        self._outstanding: dict[int, _Open] = {}
+        self._in_flight: dict[int, Attempt] = {}
         self._spent = 0.0
+        self._charged_as_expected = 0.0
+        self._n_scored = 0
+        self._attempt_counts = {"scored": 0, "failed": 0, "lost": 0}
         self._seen = np.zeros((self.n_arms, self.n_examples), dtype=bool)
         self._trace: list[tuple[int, int, float, int, bool]] = []
         for event in self.store.events():
             self._replay(event)
-        self._reissue = sorted(self._outstanding, key=lambda arm: self._outstanding[arm][0])
+        # Calls in flight when the last session ended: they may have been answered, and billed.
+        for lost in self.store.open_attempts():
+            self._settle(lost, "lost", {}, None, 0, "the run ended before the outcome of this call was recorded")
+        self._reissue = sorted(self._outstanding, key=lambda arm: self._outstanding[arm].id)
 
     def _replay(self, event: StoredEvent) -> None:
         stored = event.request
@@ -261,11 +291,13 @@ class Evaluator:
                     f"store has arm {stored.arm}, examples {stored.examples[:5].tolist()} (was the store edited, or "
                     "written by another version of the policy or numpy?)"
                 )
-            self._outstanding[request.arm] = (stored.id, request)
+            self._outstanding[request.arm] = _Open(stored.id, request)
+        elif event.kind == "attempt":
+            self._count(stored)
         elif event.kind == "tell":
-            self._record(self._outstanding.pop(stored.arm)[1], stored.scores, stored.cost)
+            self._record(self._outstanding.pop(stored.arm).request, stored.scores)
         else:
-            self.policy.cancel(self._outstanding.pop(stored.arm)[1])
+            self.policy.cancel(self._outstanding.pop(stored.arm).request)
 
     def close(self) -> None:
         self.store.close()
@@ -282,8 +314,20 @@ class Evaluator:
 
     @property
     def spent(self) -> float:
-        """Money spent on told requests (the costs passed to :meth:`tell`)."""
+        """Money charged for every scoring call that may have reached the provider, over every session
+        of the store: successful calls, failed ones, and calls lost in a crash (see :attr:`charged_as_expected`)."""
         return self._spent
+
+    @property
+    def charged_as_expected(self) -> float:
+        """The part of :attr:`spent` charged at the expected cost because calls that may have been billed
+        reported no cost: calls lost when a session ended in flight, timeouts, replies without usage."""
+        return self._charged_as_expected
+
+    @property
+    def attempt_counts(self) -> dict[str, int]:
+        """Finished scoring calls by outcome: ``scored``, ``failed`` and ``lost``."""
+        return dict(self._attempt_counts)
 
     @property
     def stop_signal(self) -> bool:
@@ -297,15 +341,22 @@ class Evaluator:
     @property
     def outstanding(self) -> list[Request]:
         """The requests in flight, oldest first."""
-        return [request for _, request in sorted(self._outstanding.values(), key=lambda entry: entry[0])]
+        return [entry.request for entry in sorted(self._outstanding.values(), key=lambda entry: entry.id)]
 
     def expected_cost(self, request: Request) -> float:
         """Expected cost of a request: ``size * costs[arm]``; with ``costs=None``, ``size``
-        times the mean told cost per example so far (0 before any tell)."""
+        times the mean charge per scored example so far (0 before any)."""
+        return self._expected(request.arm, request.size)
+
+    def _expected(self, arm: int, n_examples: int) -> float:
         if self.costs is not None:
-            return request.size * float(self.costs[request.arm])
-        told = int(self._seen.sum())
-        return request.size * (self._spent / told if told else 0.0)
+            return n_examples * float(self.costs[arm])
+        return n_examples * (self._spent / self._n_scored if self._n_scored else 0.0)
+
+    @property
+    def expected_in_flight(self) -> float:
+        """The expected cost of the scoring calls in flight (started and not finished)."""
+        return sum(attempt.expected for attempt in self._in_flight.values())
 
     @property
     def finished(self) -> bool:
@@ -323,7 +374,7 @@ class Evaluator:
         """The next request, or ``None`` if the policy has nothing to ask while the
         requests in flight are out (or at all)."""
         if self._reissue:
-            return self._outstanding[self._reissue.pop(0)][1]
+            return self._outstanding[self._reissue.pop(0)].request
         request = self._select()
         if request is None:
             return None
@@ -341,30 +392,82 @@ class Evaluator:
                 "cannot take back its selection: this evaluator is closed; reopen the store to go on "
                 "(every told score is in it)"
             ) from failure
-        self._outstanding[request.arm] = (request_id, request)
+        self._outstanding[request.arm] = _Open(request_id, request)
         return request
 
-    def _entry(self, request: Request) -> tuple[int, Request]:
+    def _entry(self, request: Request) -> _Open:
         arm = int(request.arm)
         entry = self._outstanding.get(arm) if 0 <= arm < self.n_arms else None
-        if entry is None or not np.array_equal(entry[1].examples, request.examples):
+        if entry is None or not np.array_equal(entry.request.examples, request.examples):
             raise ValueError(self._describe_unknown(request))
+        if any(attempt.request is entry.request for attempt in self._in_flight.values()):
+            raise ValueError(f"arm {arm}: a scoring call of this request is in flight; finish or fail it first")
         return entry
 
-    def tell(self, request: Request, scores: Any, cost: float | None = None) -> float:
-        """Record the ``[request.size]`` scores of an outstanding request; returns its cost.
+    def start_attempt(self, request: Request) -> Attempt:
+        """Record in the ledger a scoring call about to be sent, for the examples of an outstanding
+        request not yet scored (all of them unless an earlier call failed part-way)."""
+        entry = self._entry(request)
+        examples = np.array([e for e in entry.request.examples if int(e) not in entry.scored], dtype=np.int64)
+        expected = self._expected(request.arm, examples.size)
+        attempt = Attempt(self.store.start_attempt(entry.id, examples, expected), entry.request, examples, expected)
+        self._in_flight[attempt.id] = attempt
+        return attempt
 
-        ``cost`` is what the request actually cost; ``None`` means its expected
-        cost ``size * costs[arm]`` (an error with ``costs=None``).  The scores,
-        the cost and the request's state are written in one transaction before
-        anything in memory changes: if the write fails, the request stays
-        outstanding and the run is as before.
+    def finish_attempt(self, attempt: Attempt, scores: Any, cost: float | None = None) -> tuple[np.ndarray, float]:
+        """Record a call that scored every example of ``attempt``: its ``[m]`` scores and the dollars it
+        reported (``None``: the expected cost, an error with ``costs=None``).  The request is then
+        complete and the policy observes it; returns its ``[size]`` scores and what its calls were
+        charged, every attempt included.  Invalid scores or cost are recorded as a failed call and
+        raise a ``ValueError``.
         """
-        request_id, issued = self._entry(request)
-        arm = issued.arm
-        scores = validate_scores(issued, scores)
-        if self.binary and not np.isin(scores, (0.0, 1.0)).all():
-            raise ValueError(f"arm {arm}: the task declares binary scores, got {scores[:5].tolist()}")
+        entry = self._flying(attempt)
+        try:
+            values = self._valid_scores(attempt.request.arm, attempt.examples, scores)
+            charge = self._valid_cost(attempt.request.arm, cost)
+        except ValueError as error:
+            valid_cost = None if cost is None or not (math.isfinite(cost) and cost >= 0) else float(cost)
+            self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
+            raise
+        scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
+        self._settle(attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        return np.array([entry.scored[int(e)] for e in entry.request.examples]), entry.charged
+
+    def fail_attempt(self, attempt: Attempt, failure: BaseException) -> float:
+        """Record a call that failed with ``failure``, keeping the cells it scored and charging it what it
+        reported, plus the expected cost of its calls of unknown cost (all of it when a failure says
+        nothing: see :class:`~gittinseval.live.ScoringError`).  Returns the charge of this call."""
+        entry = self._flying(attempt)
+        scored, reported, uncosted = {}, None, 0
+        if isinstance(failure, ScoringError):
+            reported, uncosted = failure.cost, failure.uncosted
+            if failure.scores is not None:
+                scored = self._partial_scores(attempt, failure.scores)
+        return self._settle(attempt.outcome(entry.id), "failed", scored, reported, uncosted, repr(failure))
+
+    def _flying(self, attempt: Attempt) -> _Open:
+        if attempt.id not in self._in_flight:
+            raise ValueError(f"attempt {attempt.id} is not in flight")
+        return self._outstanding[attempt.request.arm]
+
+    def _partial_scores(self, attempt: Attempt, scores: list[float | None]) -> dict[int, float]:
+        if len(scores) != attempt.examples.size:
+            raise ValueError(
+                f"arm {attempt.request.arm}: a failed call reported {len(scores)} scores for {attempt.examples.size} "
+                "examples"
+            )
+        kept = [(int(e), s) for e, s in zip(attempt.examples, scores, strict=True) if s is not None]
+        examples = np.array([e for e, _ in kept], dtype=np.int64)
+        values = self._valid_scores(attempt.request.arm, examples, [s for _, s in kept])
+        return dict(zip(examples.tolist(), values.tolist(), strict=True))
+
+    def _valid_scores(self, arm: int, examples: np.ndarray, scores: Any) -> np.ndarray:
+        values = validate_scores(Request(arm, examples), scores)
+        if self.binary and not np.isin(values, (0.0, 1.0)).all():
+            raise ValueError(f"arm {arm}: the task declares binary scores, got {values[:5].tolist()}")
+        return values
+
+    def _valid_cost(self, arm: int, cost: float | None) -> float | None:
         if cost is None:
             if self.costs is None:
                 raise ValueError(
@@ -372,34 +475,105 @@ class Evaluator:
                     "return (scores, dollars) from score_fn, pass costs= (expected dollars per example), "
                     "or costs='unit' to count examples"
                 )
-            cost = issued.size * float(self.costs[arm])
-        elif not (math.isfinite(cost) and cost >= 0):
+            return None
+        if not (math.isfinite(cost) and cost >= 0):
             raise ValueError(f"arm {arm}: cost must be finite and non-negative, got {cost!r}")
-        self.store.tell(request_id, arm, issued.examples, scores, float(cost))
-        self._forget(arm)
-        self._record(issued, scores, float(cost))
         return float(cost)
+
+    def tell(self, request: Request, scores: Any, cost: float | None = None) -> float:
+        """Record the ``[request.size]`` scores of an outstanding request; returns its cost.
+
+        ``cost`` is what the request actually cost; ``None`` means its expected
+        cost ``size * costs[arm]`` (an error with ``costs=None``).  The call is one
+        scored attempt in the ledger; the scores, the cost and the request's state
+        are written in one transaction before anything in memory changes: if the
+        write fails, the request stays outstanding and the run is as before.
+        Examples scored already by a call that failed part-way keep their scores.
+        """
+        entry = self._entry(request)
+        arm = entry.request.arm
+        values = self._valid_scores(arm, entry.request.examples, scores)
+        charge = self._valid_cost(arm, cost)
+        unscored = np.array([int(e) not in entry.scored for e in entry.request.examples])
+        examples = entry.request.examples[unscored]
+        attempt = Attempt(-1, entry.request, examples, self._expected(arm, examples.size))
+        scored = dict(zip(examples.tolist(), values[unscored].tolist(), strict=True))
+        self._settle(attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        return entry.charged
+
+    def _settle(
+        self,
+        attempt: AttemptOutcome,
+        outcome: str,
+        scored: dict[int, float],
+        reported: float | None,
+        uncosted: int,
+        error: str | None,
+    ) -> float:
+        """Charge a finished call and keep its cells, in the store then in memory; a call that scored
+        the rest of its request completes it.  Returns the call's charge."""
+        if outcome == "scored":
+            charged, as_expected = (attempt.expected if reported is None else reported), 0.0
+        elif reported is None:
+            charged = as_expected = attempt.expected
+        else:
+            as_expected = uncosted * attempt.expected / max(attempt.examples.size, 1)
+            charged = reported + as_expected
+        record = replace(
+            attempt,
+            outcome=outcome,
+            scored=scored,
+            reported_cost=reported,
+            charged=charged,
+            charged_as_expected=as_expected,
+            error=error,
+        )
+        entry = self._outstanding[attempt.arm]
+        complete = len(entry.scored) + len(scored) == entry.request.size
+        request_cost = entry.charged + charged
+        record = replace(record, id=self.store.finish_attempt(record, request_cost if complete else None))
+        self._in_flight.pop(record.id, None)
+        self._count(record)
+        if complete:
+            del self._outstanding[attempt.arm]
+            if attempt.arm in self._reissue:
+                self._reissue.remove(attempt.arm)
+            self._record(entry.request, np.array([entry.scored[int(e)] for e in entry.request.examples]))
+        return charged
+
+    def _count(self, attempt: AttemptOutcome) -> None:
+        """An attempt's charge and cells, as recorded (live, or replayed from the store)."""
+        entry = self._outstanding[attempt.arm]
+        if entry.id != attempt.request:
+            raise ValueError(f"store {self.store.path}: attempt {attempt.id} is not of arm {attempt.arm}'s request")
+        self._spent += attempt.charged
+        self._charged_as_expected += attempt.charged_as_expected
+        self._attempt_counts[attempt.outcome] += 1
+        self._n_scored += len(attempt.scored)
+        entry.scored.update(attempt.scored)
+        entry.charged += attempt.charged
 
     def cancel(self, request: Request) -> None:
         """Take back an outstanding request that will not be told; the policy may ask
         for its examples again."""
-        request_id, issued = self._entry(request)
+        entry = self._entry(request)
         if not self.policy.cancellable:
             raise ValueError(f"policy {self.policy.name!r} cannot take back a request; tell its scores instead")
-        self.store.cancel(request_id)
-        self._forget(issued.arm)
-        self.policy.cancel(issued)
+        if entry.scored:
+            raise ValueError(
+                f"arm {request.arm}: {len(entry.scored)} examples of this request are scored and paid for; "
+                "tell the rest instead of cancelling it"
+            )
+        self.store.cancel(entry.id)
+        del self._outstanding[request.arm]
+        if request.arm in self._reissue:
+            self._reissue.remove(request.arm)
+        self.policy.cancel(entry.request)
 
-    def _forget(self, arm: int) -> None:
-        del self._outstanding[arm]
-        if arm in self._reissue:
-            self._reissue.remove(arm)
-
-    def _record(self, request: Request, scores: np.ndarray, cost: float) -> None:
+    def _record(self, request: Request, scores: np.ndarray) -> None:
         self.policy.observe(request, scores)
         self.posterior.update(request.arm, scores)
         self._seen[request.arm, request.examples] = True
-        self._spent += cost
         self._trace.append((request.arm, request.size, self._spent, self.policy.recommend(), self.stop_signal))
 
     def _describe_unknown(self, request: Request) -> str:
