@@ -115,13 +115,15 @@ def test_transient_failures_are_retried(bench):
 
 
 def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_path):
-    attempts = []
+    attempts, down = [], [False]
 
     def failing_after_ten(arm, examples):
         attempts.append(arm)
-        if len(attempts) > 10:
+        if len(attempts) > 10 and down[0]:
             raise TimeoutError("endpoint down")
         return bench.scores[arm, examples]
+
+    down[0] = True
 
     store = tmp_path / "run.sqlite"
     result = evaluate(range(K), range(N), failing_after_ten, 1e9, max_retries=3, store=store, **options(bench))
@@ -130,8 +132,9 @@ def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_pa
     assert len(stored_cells(store)) == 10 * B == int(result.status.n_seen.sum())
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 1
-    # Resuming re-issues the failed request first, and goes on.
-    resumed = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, store=store, **options(bench))
+    # Resuming (the same scorer, its endpoint back) re-issues the failed request first, and goes on.
+    down[0] = False
+    resumed = evaluate(range(K), range(N), failing_after_ten, 1e9, store=store, **options(bench))
     assert resumed.stop_reason == "exhausted" and len(stored_cells(store)) == K * N
 
 

@@ -35,21 +35,19 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     output_dir = Path(output_dir)
     config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    if config.store is not None:
-        log.info("%s %s", "resuming from" if config.store.exists() else "new store", config.store)
+    if (store := config.run_store) is not None:
+        log.info("%s %s", "resuming from" if store.exists() else "new store", store)
     result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (output_dir / "status.txt").write_text(result.ledger_line() + "\n\n" + result.status.format(top=20) + "\n")
-    log.info("%s", result.ledger_line())
     rec = result.recommendation
     log.info(
-        "stopped (%s) after %.4g of %.4g; %s; stop signal %s; store %s",
+        "stopped (%s); %s; %s; stop signal %s; store %s",
         result.stop_reason,
-        result.spent,
-        result.budget_usd,
+        result.ledger_line(),
         result.failure if rec is None else f"recommended {rec.name} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
         "fired" if result.stop_signal else "not fired",
-        config.store,
+        config.run_store,
     )
     return result

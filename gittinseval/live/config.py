@@ -41,6 +41,10 @@ class LiveConfig:
         seed: the policy's randomness (example order, tie-breaking); part of the store.
         store: the SQLite file of the run (created, or resumed), or ``None`` to keep
             the run in memory.
+        fork: a new store for this run that reuses nothing of ``store`` (an existing
+            store made with other settings, which a resume refuses); its ``meta``
+            records ``forked_from``.  Once made, rerunning with the same ``fork``
+            resumes it.
         concurrency: scoring calls in flight (one per arm; 1 for policies that are
             not concurrent).
         stop_at_signal: also stop when the policy's stopping signal fires.
@@ -59,6 +63,7 @@ class LiveConfig:
     prior: GaussianPrior = field(default_factory=GaussianPrior)
     seed: int = 0
     store: Path | None = None
+    fork: Path | None = None
     concurrency: int = 1
     stop_at_signal: bool = False
     max_retries: int = 3
@@ -74,6 +79,7 @@ class LiveConfig:
             "budget_usd": None if self.budget_usd is None else positive_float("budget_usd", self.budget_usd),
             "seed": non_negative_int("seed", self.seed),
             "store": None if self.store is None else Path(self.store),
+            "fork": None if self.fork is None else Path(self.fork),
             "concurrency": positive_int("concurrency", self.concurrency),
             "stop_at_signal": bool(self.stop_at_signal),
             "max_retries": non_negative_int("max_retries", self.max_retries),
@@ -87,6 +93,16 @@ class LiveConfig:
             raise ValueError(f"policy must be a gittinseval.protocol.Policy, got {type(self.policy).__name__}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
+        if self.fork is not None and not self.fork.exists():
+            if self.store is None or not self.store.is_file():
+                raise ValueError(f"fork={self.fork} forks store={self.store}, which does not exist: drop fork=")
+            if self.fork.resolve() == self.store.resolve():
+                raise ValueError(f"fork={self.fork} is the store it forks: give the fork a path of its own")
+
+    @property
+    def run_store(self) -> Path | None:
+        """The store this run reads and writes: the fork if there is one, else ``store``."""
+        return self.store if self.fork is None else self.fork
 
     @classmethod
     def from_hydra(cls, cfg: DictConfig, benchmark: Benchmark | None, output_dir: str | Path) -> LiveConfig:
@@ -101,6 +117,7 @@ class LiveConfig:
             prior=instantiate(cfg.prior).resolve(benchmark),
             seed=cfg.seed,
             store=cfg.store,
+            fork=cfg.fork,
             concurrency=cfg.concurrency,
             stop_at_signal=cfg.stop_at_signal,
             max_retries=cfg.max_retries,

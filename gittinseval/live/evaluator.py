@@ -172,7 +172,7 @@ class Evaluator:
         self.binary = task.binary
         self.policy = config.policy
         prior = config.prior
-        self.store = RunStore(config.store)
+        self.store = RunStore(config.run_store)
         try:
             stored = self.store.load_definition()
             if stored is not None:
@@ -197,22 +197,23 @@ class Evaluator:
             self.posterior = FiniteBenchmarkPosterior(
                 task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
             )
+            # The store's identity: everything that makes a score or a selection.
             self.settings = _jsonable(
                 {
                     "format": STORE_FORMAT,
                     "n_examples": task.n_examples,
+                    "dataset": task.dataset,
+                    "scorer": task.scorer,
                     "prior_mean": float(prior.mean),
                     "prior_var": float(prior.var),
-                    "policy": target_of(self.policy),
-                    **{f"policy.{key}": value for key, value in self.policy.hyperparameters().items()},
+                    "policy": {"_target_": target_of(self.policy), **self.policy.hyperparameters()},
                     "cost_unit": task.cost_unit,
                     "tokens_per_example": task.tokens_per_example,
                     "binary": task.binary,
                     "seed": config.seed,
-                    "dataset": task.dataset,
                 }
             )
-            self._open_store(stored, raw_budget)
+            self._open_store(stored, raw_budget, config)
         except BaseException:
             self.store.close()
             raise
@@ -221,9 +222,10 @@ class Evaluator:
     def from_store(cls, store: str | Path) -> Evaluator:
         """Reopen an existing store with the arms, policy and settings it was created with.
 
-        The policy is rebuilt from its ``_target_`` and its recorded parameters
-        (:meth:`~gittinseval.protocol.Policy.hyperparameters`: the constructor's
-        arguments, with the batch size the run resolved).
+        The policy is rebuilt by :func:`~gittinseval.params.build` from its ``_target_``
+        and its recorded parameters (:meth:`~gittinseval.protocol.Policy.get_params`,
+        nested objects included, with the batch size the run resolved).  No scoring
+        function is rebuilt: the caller scores (ask/tell).
         """
         if not Path(store).is_file():
             raise FileNotFoundError(f"no store at {store}")
@@ -235,7 +237,7 @@ class Evaluator:
         if definition is None:
             raise ValueError(f"store {store} holds no run")
         settings, names, costs = definition
-        recorded = {key.removeprefix("policy."): v for key, v in settings.items() if key.startswith("policy.")}
+        policy = dict(settings["policy"])
         unit = settings["cost_unit"]
         task = TaskDefinition(
             tuple(names),
@@ -245,9 +247,10 @@ class Evaluator:
             settings["tokens_per_example"],
             settings["binary"],
             settings["dataset"],
+            settings["scorer"],
         )
         config = LiveConfig(
-            policy=build(settings["policy"], recorded),
+            policy=build(policy.pop("_target_"), policy),
             prior=GaussianPrior(settings["prior_mean"], settings["prior_var"]),
             seed=settings["seed"],
             store=store,
@@ -256,14 +259,17 @@ class Evaluator:
         evaluator._start(task, config)
         return evaluator
 
-    def _open_store(self, stored: tuple | None, raw_budget: float | None) -> None:
+    def _open_store(self, stored: tuple | None, raw_budget: float | None, config: LiveConfig) -> None:
         arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
         given = (self.settings, self.names, arm_costs)
         if stored is None:
-            self.store.define(*given, meta={"policy_budget": raw_budget})
+            forked = None if config.fork is None else str(config.store)
+            self.store.define(*given, meta={"policy_budget": raw_budget, "forked_from": forked})
         elif differences := describe_differences(stored, given):
             raise ValueError(
-                f"store {self.store.path} was created with other arms or settings:\n  " + "\n  ".join(differences)
+                f"store {self.store.path} was made with other settings, so its scores and spend do not carry over: "
+                + "; ".join(differences)
+                + " (to start afresh, keep it and add fork=NEW_STORE: a new store that reuses nothing of it)"
             )
         self._outstanding: dict[int, _Open] = {}
         self._in_flight: dict[int, Attempt] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import openai
 from gittinseval.data import Benchmark
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
 from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask
+from gittinseval.params import get_params
 
 __all__ = [
     "MatrixScorer",
@@ -44,6 +46,11 @@ class MatrixScorer:
         self.scores = np.asarray(scores, dtype=np.float64)
         self.latency = float(latency)
         self.rows = {name: row for row, name in enumerate(arm_names)}
+
+    def identity(self) -> dict[str, Any]:
+        """What makes a score: the matrix (by its SHA-256) and the arms' rows; not the latency."""
+        digest = hashlib.sha256(str(self.scores.shape).encode() + self.scores.tobytes()).hexdigest()
+        return {"scores_sha256": digest, "arm_names": list(self.rows)}
 
     def __call__(self, arm: int | str, examples: Sequence[int]) -> np.ndarray:
         if self.latency:
@@ -121,8 +128,20 @@ def read_jsonl(path: str | Path | None = None, bundled: str | None = None) -> li
             raise ValueError(f"no bundled examples {bundled!r}; bundled: {', '.join(available)}")
     else:
         path = bundled_examples()
+    if not path.is_file():
+        raise ValueError(f"no examples file {path}")
+    examples = []
     with open(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                examples.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not JSON ({error.msg}, column {error.colno})") from None
+    if not examples:
+        raise ValueError(f"{path} holds no examples (one JSON object per line)")
+    return examples
 
 
 def bundled_examples() -> Path:
@@ -234,12 +253,20 @@ class OpenAIChatScorer:
             if set(price) != {"input", "output"} or min(price.values()) < 0:
                 raise ValueError(f"prices[{model!r}] must be {{input: >= 0, output: >= 0}} per 1M tokens, got {price}")
         self.base_url = base_url.rstrip("/")
-        self.prices = {model: dict(price) for model, price in prices.items()}
+        self.prices = {model: {side: float(value) for side, value in price.items()} for model, price in prices.items()}
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.grading = grading
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    TRANSPORT = ("base_url", "api_key_env", "timeout")
+    """Settings that reach the endpoint but make no score: a store resumes across a change of them."""
+
+    def identity(self) -> dict[str, Any]:
+        """Every constructor parameter that makes a score or a cost (grading, prices, ...): all but
+        :attr:`TRANSPORT`.  The model and request settings are the arms'."""
+        return {key: value for key, value in get_params(self).items() if key not in self.TRANSPORT}
 
     def _client_of_this_loop(self) -> openai.AsyncOpenAI:
         """One client (one connection pool) per event loop: a pool cannot outlive the loop it was opened in."""

@@ -169,7 +169,8 @@ def describe_differences(
         changed = np.flatnonzero(stored_costs != costs)
         lines.append(f"costs differ for {changed.size} arms")
         lines += [
-            f"cost of arm {k} ({names[k]!r}): store has {stored_costs[k]!r}, given {costs[k]!r}" for k in changed[:5]
+            f"cost of arm {k} ({names[k]!r}): store has {float(stored_costs[k])!r}, given {float(costs[k])!r}"
+            for k in changed[:5]
         ]
     return lines
 

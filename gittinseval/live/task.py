@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -12,8 +13,17 @@ from typing import Any
 import numpy as np
 
 from gittinseval.data import Benchmark, validate_prices
+from gittinseval.params import get_params, target_of
 
-__all__ = ["TOKENS_PER_MILLION", "UNIT", "LiveTask", "TaskDefinition", "arm_name", "dataset_digest"]
+__all__ = [
+    "TOKENS_PER_MILLION",
+    "UNIT",
+    "LiveTask",
+    "TaskDefinition",
+    "arm_name",
+    "dataset_digest",
+    "scorer_identity",
+]
 
 TOKENS_PER_MILLION = 1e6
 UNIT = "unit"
@@ -22,6 +32,27 @@ UNIT = "unit"
 def arm_name(arm: Any) -> str:
     """Stable name of an arm: a string as is, anything else as sorted-key JSON."""
     return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
+
+
+def scorer_identity(score_fn: Callable[..., Any] | None) -> dict[str, Any] | None:
+    """What turns a reply into a score and a cost, as a store records it (``None``: no scorer).
+
+    A scorer with an ``identity()`` method gives its own (its ``_target_`` added); any
+    other object its ``_target_`` and constructor parameters (:func:`~gittinseval.params.get_params`),
+    or its ``_target_`` alone when they cannot be read; a plain function its qualified
+    name.  A change of a function's body goes unseen: give it a new name, or use a
+    new store.
+    """
+    if score_fn is None:
+        return None
+    if inspect.isfunction(score_fn) or inspect.ismethod(score_fn):
+        return {"_target_": f"{score_fn.__module__}.{score_fn.__qualname__}"}
+    if (identity := getattr(score_fn, "identity", None)) is not None:
+        return {"_target_": target_of(score_fn), **identity()}
+    try:
+        return {"_target_": target_of(score_fn), **get_params(score_fn)}
+    except TypeError:
+        return {"_target_": target_of(score_fn)}
 
 
 def dataset_digest(examples: Sequence[Any]) -> str:
@@ -74,6 +105,7 @@ class TaskDefinition:
         tokens_per_example: the conversion of dollars to the policy's raw cost unit.
         binary: whether every score is 0 or 1.
         dataset: :func:`dataset_digest` of the examples.
+        scorer: :func:`scorer_identity` of the scoring function (``None`` without one).
     """
 
     names: tuple[str, ...]
@@ -83,6 +115,7 @@ class TaskDefinition:
     tokens_per_example: float
     binary: bool
     dataset: str
+    scorer: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, task: LiveTask) -> TaskDefinition:
@@ -103,7 +136,20 @@ class TaskDefinition:
             costs, unit = None, "reported"
         else:
             costs, unit = validate_prices(task.costs, len(names), "costs"), "dollars"
-        return cls(names, len(task.examples), costs, unit, tokens, bool(task.binary), dataset_digest(task.examples))
+        if not task.examples:
+            raise ValueError("the task has no examples: there is nothing to evaluate")
+        if len(names) == 1:
+            raise ValueError(f"the task has one arm ({names[0]}): there is nothing to compare; give two arms or more")
+        return cls(
+            names,
+            len(task.examples),
+            costs,
+            unit,
+            tokens,
+            bool(task.binary),
+            dataset_digest(task.examples),
+            scorer_identity(task.score_fn),
+        )
 
     @property
     def n_arms(self) -> int:
