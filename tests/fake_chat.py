@@ -10,7 +10,8 @@ COMPLETION_TOKENS = 3
 
 
 class FakeChatServer:
-    """Answers chat completions from a key: ``good_model`` correctly, any other model ``"0"``.
+    """Answers chat completions from a key: ``good_model`` correctly (``reply`` formatted with the
+    answer), any other model ``"0"``.
 
     Usage: ``prompt_tokens`` per call if given, else one token per word of the
     messages; ``COMPLETION_TOKENS`` completion tokens.  Every call answered with a
@@ -23,8 +24,11 @@ class FakeChatServer:
     and are counted in ``received``).
     """
 
-    def __init__(self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0):
+    def __init__(
+        self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}."
+    ):
         self.answers = answers
+        self.reply = reply
         self.good_model = good_model
         self.prices = prices
         self.prompt_tokens = prompt_tokens
@@ -64,7 +68,8 @@ class FakeChatServer:
                     return
                 prompt = body["messages"][-1]["content"]
                 tokens = server.prompt_tokens or sum(len(m["content"].split()) for m in body["messages"])
-                reply = f"{server.answers[prompt]}." if body["model"] == server.good_model else "0"
+                good = body["model"] == server.good_model
+                reply = server.reply.format(answer=server.answers[prompt]) if good else "0"
                 payload = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
                 if action != "no_usage":
                     sign = -1 if action == "negative_usage" else 1

@@ -151,6 +151,37 @@ def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples
     assert server.received == 1 and result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
 
 
+@pytest.mark.parametrize(("grading", "warned"), [("first_word", True), ("answer", False)])
+def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, capsys, caplog, grading, warned):
+    """Replies like "The answer is 12." under first-word grading: every score is 0, and the run says so."""
+    server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, reply="The answer is {answer}.")
+    try:
+        result = evaluate(
+            ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5, grading=grading), budget_usd=1.0,
+            costs=[1e-5, 1e-5], policy=GittinsPolicy(4), progress=True,
+        )
+    finally:
+        server.close()
+    run_wide = f"every one of the {2 * len(examples)} scores so far is 0: check the grading against the replies"
+    # With a grading that matches, only the arms are named: one model never answers, the other always right.
+    per_arm = [f"1 arm ({arm}) scored {arm} on every one of 20 or more examples: check the grading against the "
+               "replies" for arm in (0, 1)]
+    assert result.summary()["warnings"] == ([run_wide] if warned else per_arm)
+    assert ("WARNING: every one of the" in capsys.readouterr().err) == warned
+    assert any(run_wide in record.getMessage() for record in caplog.records) == warned
+
+
+def test_an_arm_whose_every_score_is_1_is_named():
+    scores = (np.random.default_rng(0).uniform(size=(4, 30)) < 0.5).astype(float)
+    scores[2] = 1.0
+    task = matrix_task(Benchmark("suite/sub", scores))
+    result = evaluate(task.arms, task.examples, task.score_fn, None, costs="unit", policy=GittinsPolicy(5),
+                      progress=False)
+    assert result.warnings == [
+        "1 arm (2) scored 1 on every one of 20 or more examples: check the grading against the replies"
+    ]
+
+
 def test_expected_chat_costs_and_grading():
     costs = expected_chat_costs(ARMS, PRICES, prompt_tokens=100, completion_tokens=10)
     assert costs == pytest.approx([(100 * 0.5 + 10 * 1.0) / 1e6, (100 * 2.0 + 10 * 8.0) / 1e6])

@@ -40,7 +40,10 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (output_dir / "status.txt").write_text(result.ledger_line() + "\n\n" + result.status.format(top=20) + "\n")
+    header = [result.ledger_line(), *(f"WARNING: {warning}" for warning in result.warnings)]
+    (output_dir / "status.txt").write_text("\n".join(header) + "\n\n" + result.status.format(top=20) + "\n")
+    for warning in result.warnings:
+        log.warning("%s", warning)
     rec = result.recommendation
     log.info(
         "stopped (%s); %s; %s; stop signal %s; store %s",

@@ -61,6 +61,8 @@ class LiveResult:
     store: Path | None = None
     error: BaseException | None = None
     error_where: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    """Scores all 0 or all 1 (:meth:`Evaluator.score_warnings`): check the grading."""
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """The policy's own facts about the run (:meth:`Policy.diagnostics`), e.g. EB's prior."""
 
@@ -110,6 +112,7 @@ class LiveResult:
             "store": None if self.store is None else str(self.store),
             "error": self.error_message,
             "failure": self.failure,
+            "warnings": self.warnings,
             "diagnostics": self.diagnostics,
         }
 
@@ -253,17 +256,25 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
             report(request, *told)
             return told
 
+    warned: set[str] = set()
+
     def report(request: Request, scores: np.ndarray, cost: float) -> None:
-        """Right after a tell: the logger, the user's callback, the progress bar."""
+        """Right after a tell: the logger, the user's callback, score warnings, the progress bar."""
         tracker.log(evaluator)
         if config.on_tell is not None:
             config.on_tell(request, scores, cost)
+        warnings = evaluator.score_warnings()
+        for warning in warnings:
+            if warning not in warned:
+                warned.add(warning)
+                log.warning("%s", warning)
         if not config.progress:
             return
         bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)
         rec = evaluator.recommend()
         bar.set_postfix_str(
-            f"best {rec.name[:32]} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}",
+            f"best {rec.name[:32]} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}"
+            + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
 
@@ -308,6 +319,7 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
         store=evaluator.store.path,
         error=error,
         error_where=error_where,
+        warnings=evaluator.score_warnings(),
         diagnostics=evaluator.policy.diagnostics(),
     )
     tracker.finish(result.summary())

@@ -19,7 +19,11 @@ from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 
-__all__ = ["ArmStatus", "Attempt", "Evaluator", "Recommendation"]
+__all__ = ["SAME_SCORE_AFTER", "ArmStatus", "Attempt", "Evaluator", "Recommendation"]
+
+SAME_SCORE_AFTER = 20
+"""Told scores of an arm, or of the whole run, after which scores that are all 0 (or all 1) raise a
+warning (:meth:`Evaluator.score_warnings`): a grading that never matches looks like that."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -592,6 +596,29 @@ class Evaluator:
         return (
             f"arm {arm}: no outstanding request for examples {examples[:5].tolist()}; tell() takes requests from ask()"
         )
+
+    def score_warnings(self) -> list[str]:
+        """Scores that suggest a grading that never (or always) matches, each as one line.
+
+        When the whole run has :data:`SAME_SCORE_AFTER` told scores or more and every
+        one is 0 (or every one is 1), that alone; else the arms with that many told
+        scores, all 0 (or all 1).
+        """
+        n_seen, sums = self.posterior.n_seen, self.posterior.score_sum
+        told, total = int(n_seen.sum()), float(sums.sum())
+        for value, same in ((0, total == 0), (1, total == told)):
+            if told >= SAME_SCORE_AFTER and same:
+                return [f"every one of the {told} scores so far is {value}: check the grading against the replies"]
+        warnings = []
+        for value in (0, 1):
+            arms = np.flatnonzero((n_seen >= SAME_SCORE_AFTER) & (sums == value * n_seen))
+            if arms.size:
+                listed = ", ".join(str(arm) for arm in arms[:8]) + (", ..." if arms.size > 8 else "")
+                warnings.append(
+                    f"{arms.size} arm{'s' if arms.size > 1 else ''} ({listed}) scored {value} on every one of "
+                    f"{SAME_SCORE_AFTER} or more examples: check the grading against the replies"
+                )
+        return warnings
 
     def recommend(self) -> Recommendation | None:
         """The policy's recommended arm with its posterior ``M``, ``V`` and LCB;
