@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import readme_block
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
@@ -112,3 +113,14 @@ def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
         run_live(compose_live("task=openai_chat", "prior=specific", f"store={tmp_path / 'c.sqlite'}"), tmp_path / "c")
     specific = run_live(compose_live("prior=specific", f"store={tmp_path / 's.sqlite'}", *overrides), tmp_path / "s")
     assert specific.recommendation is not None
+
+
+def test_the_readme_python_example_runs_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    example = readme_block("from baselines.ucbe import UCBEPolicy")
+    exec(compile(example, "README.md", "exec"), {})
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].endswith(" budget") and first[1].startswith("spent $0.05") and "charged as expected" in first[1]
+    exec(compile(example, "README.md", "exec"), {})  # the same store: resumed, the budget already spent
+    assert capsys.readouterr().out.splitlines()[0] == first[0]
+    assert (tmp_path / "outputs" / "live" / "ucbe_example.sqlite").is_file()

@@ -168,7 +168,9 @@ def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, cap
                "replies" for arm in (0, 1)]
     assert result.summary()["warnings"] == ([run_wide] if warned else per_arm)
     assert ("WARNING: every one of the" in capsys.readouterr().err) == warned
-    assert any(run_wide in record.getMessage() for record in caplog.records) == warned
+    logged = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any(line.endswith("scores so far is 0: check the grading against the replies") for line in logged) == warned
+    assert any(line.startswith("arm 0 (") and "scored 0 on each of its" in line for line in logged) != warned
 
 
 def test_an_arm_whose_every_score_is_1_is_named():

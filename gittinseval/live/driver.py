@@ -256,18 +256,31 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
             report(request, *told)
             return told
 
-    warned: set[str] = set()
+    warned: set[tuple[int | None, int]] = set()
+
+    def warn() -> list[str]:
+        """Log each arm (or the whole run) the first time its scores are all 0 or all 1; the lines for the bar."""
+        whole, arms = evaluator.same_scores()
+        flagged = [(None, whole)] if whole is not None else [(arm, v) for v, group in arms.items() for arm in group]
+        for arm, value in flagged:
+            if (arm, value) in warned:
+                continue
+            warned.add((arm, value))
+            if arm is None:
+                log.warning("%s", evaluator.score_warnings()[0])
+            else:
+                log.warning(
+                    "arm %d (%s) scored %d on each of its %d examples so far: check the grading against the replies",
+                    arm, evaluator.names[arm][:60], value, evaluator.posterior.n_seen[arm],
+                )
+        return evaluator.score_warnings() if flagged else []
 
     def report(request: Request, scores: np.ndarray, cost: float) -> None:
         """Right after a tell: the logger, the user's callback, score warnings, the progress bar."""
         tracker.log(evaluator)
         if config.on_tell is not None:
             config.on_tell(request, scores, cost)
-        warnings = evaluator.score_warnings()
-        for warning in warnings:
-            if warning not in warned:
-                warned.add(warning)
-                log.warning("%s", warning)
+        warnings = warn()
         if not config.progress:
             return
         bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)

@@ -597,25 +597,33 @@ class Evaluator:
             f"arm {arm}: no outstanding request for examples {examples[:5].tolist()}; tell() takes requests from ask()"
         )
 
-    def score_warnings(self) -> list[str]:
-        """Scores that suggest a grading that never (or always) matches, each as one line.
+    def same_scores(self) -> tuple[int | None, dict[int, np.ndarray]]:
+        """Scores that suggest a grading that never (or always) matches.
 
-        When the whole run has :data:`SAME_SCORE_AFTER` told scores or more and every
-        one is 0 (or every one is 1), that alone; else the arms with that many told
-        scores, all 0 (or all 1).
+        Returns the score (0 or 1) that every one of the run's told scores has, once there
+        are :data:`SAME_SCORE_AFTER` of them (else ``None``), and for each of 0 and 1 the
+        arms with that many told scores or more, all equal to it.
         """
         n_seen, sums = self.posterior.n_seen, self.posterior.score_sum
         told, total = int(n_seen.sum()), float(sums.sum())
-        for value, same in ((0, total == 0), (1, total == told)):
-            if told >= SAME_SCORE_AFTER and same:
-                return [f"every one of the {told} scores so far is {value}: check the grading against the replies"]
+        whole = None
+        if told >= SAME_SCORE_AFTER and total in (0.0, float(told)):
+            whole = 0 if total == 0 else 1
+        arms = {value: np.flatnonzero((n_seen >= SAME_SCORE_AFTER) & (sums == value * n_seen)) for value in (0, 1)}
+        return whole, arms
+
+    def score_warnings(self) -> list[str]:
+        """:meth:`same_scores` as lines: the whole run's, or else the arms', each suggesting to check the grading."""
+        whole, arms = self.same_scores()
+        if whole is not None:
+            told = int(self.posterior.n_seen.sum())
+            return [f"every one of the {told} scores so far is {whole}: check the grading against the replies"]
         warnings = []
-        for value in (0, 1):
-            arms = np.flatnonzero((n_seen >= SAME_SCORE_AFTER) & (sums == value * n_seen))
-            if arms.size:
-                listed = ", ".join(str(arm) for arm in arms[:8]) + (", ..." if arms.size > 8 else "")
+        for value, flagged in arms.items():
+            if flagged.size:
+                listed = ", ".join(str(arm) for arm in flagged[:8]) + (", ..." if flagged.size > 8 else "")
                 warnings.append(
-                    f"{arms.size} arm{'s' if arms.size > 1 else ''} ({listed}) scored {value} on every one of "
+                    f"{flagged.size} arm{'s' if flagged.size > 1 else ''} ({listed}) scored {value} on every one of "
                     f"{SAME_SCORE_AFTER} or more examples: check the grading against the replies"
                 )
         return warnings
