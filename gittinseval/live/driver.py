@@ -152,14 +152,17 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     The costs, the conversion of lambda to dollars and the store are those of
     :class:`Evaluator`.
 
-    Budget: a request is issued only while ``spent + expected cost of the
-    requests in flight < budget_usd``.  At concurrency 1 this is the simulator's
-    rule (the last batch may cross the budget), and in general the final spend is
-    at most the budget plus the actual cost of one batch per worker,
-    ``spend <= budget_usd + concurrency * max batch cost``: when the last request is
-    issued the told spend is below the budget and at most ``concurrency``
-    requests are in flight.  ``spent`` includes what an earlier session of the
-    same store spent, so a resumed run continues toward the same budget.
+    Budget: every scoring call is in the store's ledger before it is sent, and one
+    starts (a request's first call, or a retry) only while ``spent + expected cost
+    of the calls in flight < budget_usd``, ``spent`` being the charge of every call
+    that may have reached the provider (see :class:`Evaluator`).  At concurrency 1
+    this is the simulator's rule (the last batch may cross the budget), and in
+    general the final spend is at most the budget plus the actual cost of one batch
+    per worker, ``spend <= budget_usd + concurrency * max batch cost``: when the
+    last call starts the charged spend is below the budget and at most
+    ``concurrency`` calls are in flight.  ``spent`` includes what an earlier
+    session of the same store spent, so a resumed run continues toward the same
+    budget.
 
     Stopping: at the budget; at the policy's stopping signal if
     ``stop_at_signal``; when the policy has nothing more to ask; after a
@@ -167,9 +170,10 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     ``retry_backoff * 2**attempt`` seconds between attempts; transient: see
     :func:`~gittinseval.live.failures.is_transient`); at once on any other failure
     or on invalid scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
-    case no new request is issued, the requests in flight are awaited and told,
-    and the store is closed.  A second Ctrl-C while waiting abandons them: they
-    stay issued-but-untold in the store and a resumed run sends them again.  If
+    case no new call starts, the calls in flight are awaited and recorded, and
+    the store is closed.  A second Ctrl-C while waiting abandons them: their
+    requests stay issued-but-untold in the store, a resumed run sends them again,
+    and the abandoned calls are charged as expected (their outcome is unknown).  If
     nothing was scored, the result has no recommendation (see
     :attr:`LiveResult.failure`).  ``config.on_tell(request, scores, cost)`` is
     called after each tell.
@@ -244,7 +248,9 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
                 await asyncio.sleep(delay)
                 if (reason := blocker()) not in (None, "stop_signal"):
                     if reason == "budget":
-                        log.warning("%s: not retried: spent plus the calls in flight reach the budget", where)
+                        # Asked again once the calls in flight are charged, if the budget is not reached then.
+                        log.warning("%s: retry held back: spent plus the calls in flight reach the budget", where)
+                        evaluator.hand_out_again(request)
                     return None
                 attempt = evaluator.start_attempt(request)
                 continue
@@ -260,8 +266,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
 
     def warn() -> list[str]:
         """Log each arm (or the whole run) the first time its scores are all 0 or all 1; the lines for the bar."""
-        whole, arms = evaluator.same_scores()
-        flagged = [(None, whole)] if whole is not None else [(arm, v) for v, group in arms.items() for arm in group]
+        whole, by_value = evaluator.same_scores()
+        flagged = [(None, whole)] if whole is not None else [(k, v) for v, group in by_value.items() for k in group]
         for arm, value in flagged:
             if (arm, value) in warned:
                 continue

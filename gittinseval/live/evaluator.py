@@ -141,22 +141,31 @@ class Evaluator:
     policy sees equal costs of 1 and every ``tell`` must say what the request
     cost.
 
-    Store: every issue, tell and cancel is written to the SQLite file ``config.store``
-    (see :mod:`gittinseval.live.store`) before the call returns.  Opening an
-    existing store replays its events through the public protocol in the order
-    they happened, checking that the policy re-selects each stored request; this
-    restores the policy, the posterior, the stopping signal and the future
-    example order.  Requests issued but not told are handed out again by the
-    next calls to ``ask()``, oldest first.  A store made with other arms, costs,
-    policy or settings is refused with an error listing the differences, and a
-    store open in another evaluator is refused with a
-    :class:`~gittinseval.live.store.StoreLockedError`.
+    Ledger.  A driver that makes the scoring calls records each one before it is
+    sent (:meth:`start_attempt`, for the examples of a request not yet scored) and
+    after (:meth:`finish_attempt`, which tells the request, or :meth:`fail_attempt`,
+    which keeps the cells a failed call scored).  :attr:`spent` is the sum of every
+    call's charge; a call whose outcome was never recorded (the process died with it
+    in flight) is charged its expected cost when the store is next opened.  A
+    :meth:`tell` is one call, recorded at once.
+
+    Store: every issue, call, tell and cancel is written to the SQLite file of
+    ``config.store`` (or ``config.fork``; see :mod:`gittinseval.live.store`) before
+    the method returns.  Opening an existing store replays its events through the
+    public protocol in the order they happened, checking that the policy re-selects
+    each stored request; this restores the policy, the posterior, the stopping
+    signal, the future example order and the ledger.  Requests issued but not told
+    are handed out again by the next calls to ``ask()``, oldest first.  A store made
+    with other arms, costs, scorer, examples, policy or settings is refused with an
+    error listing the differences, and a store open in another evaluator is refused
+    with a :class:`~gittinseval.live.store.StoreLockedError`.
 
     Args:
         task: the arms (strings, or JSON-serialisable configurations), the examples
             (only their number and a digest of their content are used here), the
             expected costs, ``tokens_per_example`` and ``binary`` (checked on each
-            tell); its ``score_fn`` is not used: the caller scores.
+            tell); its ``score_fn`` is never called here (the caller scores), only
+            recorded (:func:`~gittinseval.live.task.scorer_identity`).
         config: the policy (fresh, live-capable), prior, seed, store and
             ``budget_usd``: the spend a budget-planning policy (SySRs, PromptEval,
             UCB-E-LRF) plans for, converted to its raw cost unit; ``None``: the
@@ -176,6 +185,8 @@ class Evaluator:
         self.binary = task.binary
         self.policy = config.policy
         prior = config.prior
+        # Refused before a store is made: a policy that cannot run live.
+        check_live_support(self.policy, self._problem(task, prior, None))
         self.store = RunStore(config.run_store)
         try:
             stored = self.store.load_definition()
@@ -185,17 +196,7 @@ class Evaluator:
                 raw_budget = None
             else:
                 raw_budget = config.budget_usd / task.dollars_per_raw_unit
-            raw_costs = task.raw_costs()
-            problem = EvaluationProblem(
-                n_examples=task.n_examples,
-                costs=raw_costs,
-                budget=task.n_examples * float(raw_costs.sum()) if raw_budget is None else raw_budget,
-                prior_mean=prior.mean,
-                prior_var=prior.var,
-                binary=task.binary,
-            )
-            check_live_support(self.policy, problem)
-            self.policy.reset(problem, np.random.default_rng(config.seed))
+            self.policy.reset(self._problem(task, prior, raw_budget), np.random.default_rng(config.seed))
             report = self.policy.posterior_report()
             self.kappa = float(report.kappa)
             self.posterior = FiniteBenchmarkPosterior(
@@ -221,6 +222,19 @@ class Evaluator:
         except BaseException:
             self.store.close()
             raise
+
+    @staticmethod
+    def _problem(task: TaskDefinition, prior: GaussianPrior, raw_budget: float | None) -> EvaluationProblem:
+        """The policy's view of the run: raw costs, and the raw budget (``None``: the exhaustive cost)."""
+        raw_costs = task.raw_costs()
+        return EvaluationProblem(
+            n_examples=task.n_examples,
+            costs=raw_costs,
+            budget=task.n_examples * float(raw_costs.sum()) if raw_budget is None else raw_budget,
+            prior_mean=prior.mean,
+            prior_var=prior.var,
+            binary=task.binary,
+        )
 
     @classmethod
     def from_store(cls, store: str | Path) -> Evaluator:
@@ -353,12 +367,9 @@ class Evaluator:
         """The requests in flight, oldest first."""
         return [entry.request for entry in sorted(self._outstanding.values(), key=lambda entry: entry.id)]
 
-    def expected_cost(self, request: Request) -> float:
-        """Expected cost of a request: ``size * costs[arm]``; with ``costs=None``, ``size``
-        times the mean charge per scored example so far (0 before any)."""
-        return self._expected(request.arm, request.size)
-
     def _expected(self, arm: int, n_examples: int) -> float:
+        """Expected cost of ``n_examples`` of an arm: ``n * costs[arm]``; with ``costs=None``, ``n``
+        times the mean charge per scored example so far (0 before any)."""
         if self.costs is not None:
             return n_examples * float(self.costs[arm])
         return n_examples * (self._spent / self._n_scored if self._n_scored else 0.0)
@@ -404,6 +415,13 @@ class Evaluator:
             ) from failure
         self._outstanding[request.arm] = _Open(request_id, request)
         return request
+
+    def hand_out_again(self, request: Request) -> None:
+        """Have the next :meth:`ask` return this outstanding request again (before any new one): its
+        driver could not make its next call now (a retry held back by the budget)."""
+        entry = self._entry(request)
+        if request.arm not in self._reissue:
+            self._reissue.append(entry.request.arm)
 
     def _entry(self, request: Request) -> _Open:
         arm = int(request.arm)
