@@ -35,8 +35,6 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     output_dir = Path(output_dir)
     config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    if (store := config.run_store) is not None:
-        log.info("%s %s", "resuming from" if store.exists() else "new store", store)
     result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

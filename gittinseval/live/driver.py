@@ -190,6 +190,10 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     budget = config.budget_usd
     arms, examples = list(task.arms), list(task.examples)
     evaluator = Evaluator(task, config)
+    if evaluator.store.path is not None:
+        told = len(evaluator.trace()["step"])
+        opened = "resuming" if evaluator.resumed else "new store"
+        log.info("%s %s: %d requests told, %.6g spent", opened, evaluator.store.path, told, evaluator.spent)
     try:
         default_dir = Path.cwd() if evaluator.store.path is None else evaluator.store.path.parent
         log_dir = default_dir if config.log_dir is None else config.log_dir

@@ -190,6 +190,7 @@ class Evaluator:
         self.store = RunStore(config.run_store)
         try:
             stored = self.store.load_definition()
+            self.resumed = stored is not None
             if stored is not None:
                 raw_budget = self.store.get_meta("policy_budget")
             elif config.budget_usd is None or task.costs is None:
