@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from gittinseval.cli_errors import one_line_errors, run_app
 from gittinseval.configs import CONFIG_DIR
 from gittinseval.data import mmlu_subjects
 from gittinseval.experiment import run_trials
@@ -33,23 +32,16 @@ def expand_subject_sweep(argv: list[str]) -> list[str]:
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
+@one_line_errors("gittinseval")
 def _app(cfg: DictConfig) -> dict[str, float | int | None]:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
-    try:
-        results = run_trials(
-            cfg,
-            hydra_cfg.runtime.output_dir,
-            name=hydra_cfg.job.override_dirname or None,
-            group=Path(hydra_cfg.sweep.dir).name if multirun else None,
-        )
-    except (ValueError, InstantiationException) as error:
-        # A wrong setting is one line that names it; HYDRA_FULL_ERROR=1 keeps the trace.
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
-        print(f"gittinseval: error: {cause}", file=sys.stderr)
-        raise SystemExit(2) from None
+    results = run_trials(
+        cfg,
+        hydra_cfg.runtime.output_dir,
+        name=hydra_cfg.job.override_dirname or None,
+        group=Path(hydra_cfg.sweep.dir).name if multirun else None,
+    )
     # Read by the sweep callback (progress and the number of runs skipped as finished).
     return {
         "final_regret": results[0].summary["final_regret"] if len(results) == 1 else None,
@@ -62,4 +54,5 @@ def _app(cfg: DictConfig) -> dict[str, float | int | None]:
 def main() -> None:
     sys.argv[1:] = expand_subject_sweep(sys.argv[1:])
     check_launcher(sys.argv[1:])
-    _app()
+    # A wrong setting is one line that names it (exit 2); HYDRA_FULL_ERROR=1 keeps the trace.
+    run_app("gittinseval", _app)

@@ -13,6 +13,7 @@ from gittinseval.posterior import FiniteBenchmarkPosterior
 from gittinseval.protocol import (
     EvaluationProblem,
     Policy,
+    PosteriorReport,
     RandomExampleOrder,
     Request,
     argmax_in_priority_order,
@@ -115,6 +116,10 @@ class GittinsPolicy(Policy):
         self.grid_points = int(grid_points)
         self.refine_roots = bool(refine_roots)
         self.prior_estimator = prior_estimator
+
+    def posterior_report(self) -> PosteriorReport:
+        """The recommendation's own working variance and LCB width (``cell_var``, ``kappa``)."""
+        return PosteriorReport(self.cell_var, self.kappa)
 
     def display_label(self, prior_name: str | None = None) -> str:
         if self.prior_estimator is not None:

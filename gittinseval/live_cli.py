@@ -2,8 +2,9 @@
 
 Config: ``conf/live.yaml`` with the ``task``, ``policy``, ``prior``, ``cost`` and
 ``logger`` groups of ``conf/``.  Rerunning with the same ``store=`` resumes.
-Exits with status 1 when the run ends without a recommendation (nothing was
-scored) or stopped on an error.
+Every error is one line on stderr: exit status 2 for a usage error (a wrong
+override, bad input data, a store that is refused or in use), 1 when the run
+ends on a failed scoring call or without a recommendation (nothing was scored).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from gittinseval.cli import CONFIG_DIR
+from gittinseval.cli_errors import RunFailure, one_line_errors, run_app
+from gittinseval.configs import CONFIG_DIR
 from gittinseval.live.app import run_live
 
 __all__ = ["LIVE_CONFIG_NAME", "main"]
@@ -21,13 +23,18 @@ LIVE_CONFIG_NAME = "live"
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name=LIVE_CONFIG_NAME)
-def main(cfg: DictConfig) -> float:
+@one_line_errors("gittinseval-live")
+def _app(cfg: DictConfig) -> float:
     result = run_live(cfg, HydraConfig.get().runtime.output_dir)
     if result.recommendation is None:
-        raise SystemExit(f"gittinseval-live: {result.failure}")
+        raise RunFailure(result.failure)
     if result.stop_reason == "error":
-        raise SystemExit(f"gittinseval-live: stopped on an error after spending {result.spent:.4g}: {result.error!r}")
+        raise RunFailure(f"stopped on an error, {result.ledger_line()}: {result.error_message}")
     return result.spent
+
+
+def main() -> None:
+    run_app("gittinseval-live", _app)
 
 
 if __name__ == "__main__":

@@ -174,17 +174,19 @@ def check_cancel(make: PolicyFactory, bench: Benchmark) -> None:
 
 def check_live_run(make: PolicyFactory, bench: Benchmark) -> None:
     """A short ask/tell run of the live evaluator; bad scores are refused before the policy sees them."""
-    from gittinseval.live.evaluator import Evaluator  # the live layer sits above the protocol
+    from gittinseval.live import Evaluator, LiveConfig, LiveTask  # the live layer sits above the protocol
 
     policy = make()
     if policy.live_limitation is not None:
         try:
-            Evaluator(bench.arm_names, bench.n_examples, "unit", policy=policy, binary=True)
+            Evaluator(LiveTask(bench.arm_names, range(bench.n_examples), costs="unit", binary=True),
+                      LiveConfig(policy=policy))
         except ValueError:
             return
         raise AssertionError("a policy with a live_limitation was accepted for a live run")
-    with Evaluator(bench.arm_names, bench.n_examples, "unit", policy=policy, binary=True, seed=1,
-                   budget=BUDGET_FRACTION * bench.scores.size) as evaluator:
+    task = LiveTask(bench.arm_names, range(bench.n_examples), costs="unit", binary=True)
+    budget = BUDGET_FRACTION * bench.scores.size
+    with Evaluator(task, LiveConfig(budget_usd=budget, policy=policy, seed=1)) as evaluator:
         request = evaluator.ask()
         assert request is not None, "the policy asked for nothing live"
         try:
@@ -194,7 +196,7 @@ def check_live_run(make: PolicyFactory, bench: Benchmark) -> None:
         else:
             raise AssertionError("NaN scores were accepted")
         told = 0
-        while request is not None and evaluator.spent < BUDGET_FRACTION * bench.scores.size:
+        while request is not None and evaluator.spent < budget:
             evaluator.tell(request, _scores_of(bench, request))
             told += 1
             request = evaluator.ask()

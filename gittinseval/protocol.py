@@ -45,6 +45,7 @@ __all__ = [
     "argmax_in_priority_order",
     "EvaluationProblem",
     "Policy",
+    "PosteriorReport",
     "RandomExampleOrder",
     "Request",
     "check_batch_size",
@@ -171,6 +172,19 @@ def validate_scores(request: Request, scores: Any) -> np.ndarray:
     return scores
 
 
+@dataclass(frozen=True)
+class PosteriorReport:
+    """How a driver reports a policy's arms under the run's finite-benchmark posterior (the same for every policy).
+
+    ``cell_var`` is the working variance of one score, tau_cell^2, and ``kappa`` the
+    width of the lower confidence bound ``M - kappa sqrt(V)``.  The defaults hold for
+    any policy: 0.25 is the largest variance of a score in [0, 1], and kappa = 1 the LCB.
+    """
+
+    cell_var: float = 0.25
+    kappa: float = 1.0
+
+
 class Policy(ABC):
     """Adaptive evaluation policy: select / observe / recommend / stop signal.
 
@@ -263,6 +277,11 @@ class Policy(ABC):
         if "batch_size" in params and self.resolved_batch_size is not None:
             params["batch_size"] = self.resolved_batch_size
         return params
+
+    def posterior_report(self) -> PosteriorReport:
+        """The working variance and LCB width a driver reports this policy's arms with; a policy
+        whose recommendation uses its own (GittinsEval) returns them."""
+        return PosteriorReport()
 
     def display_label(self, prior_name: str | None = None) -> str:
         """Name of this configured policy in figures and summaries."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from gittinseval import EvaluationProblem, GittinsPolicy
 from gittinseval.data import load_mmlu
-from gittinseval.live import Evaluator, MatrixScorer, evaluate
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, evaluate
 
 
 def time_policy(scores: np.ndarray, costs: np.ndarray, n_requests: int, batch_size: int) -> float:
@@ -43,7 +43,8 @@ def time_evaluator(
 ) -> float:
     n_arms, n_examples = scores.shape
     policy = GittinsPolicy(batch_size=batch_size)
-    with Evaluator(range(n_arms), n_examples, costs, policy=policy, binary=True, store=store) as evaluator:
+    task = LiveTask(range(n_arms), range(n_examples), costs=costs, binary=True)
+    with Evaluator(task, LiveConfig(policy=policy, store=store)) as evaluator:
         started = time.perf_counter()
         for _ in range(n_requests):
             request = evaluator.ask()

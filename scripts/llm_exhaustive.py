@@ -16,6 +16,7 @@ Temperature-0.8 arms are sampled once per question, so their accuracy is one dra
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -25,8 +26,25 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from gittinseval.cli import CONFIG_DIR
+from gittinseval.live import LiveTask
 from gittinseval.live.local_server import LocalLlamaServer
 from gittinseval.live_cli import LIVE_CONFIG_NAME
+
+
+async def ask_every_question(task: LiveTask) -> dict[str, np.ndarray]:
+    """Each arm on each question, one call at a time (so that the seconds are one call's)."""
+    scores = np.zeros((len(task.arms), len(task.examples)))
+    dollars, seconds = np.zeros_like(scores), np.zeros_like(scores)
+    scorer = task.score_fn
+    for k, arm in enumerate(task.arms):
+        for j, example in enumerate(task.examples):
+            start = time.perf_counter()
+            score, cost = await scorer(arm, [example])
+            seconds[k, j] = time.perf_counter() - start
+            scores[k, j], dollars[k, j] = score[0], cost
+        print(f"arm {k:2d} {arm}: accuracy {scores[k].mean():.3f}, ${dollars[k].sum():.6f}", flush=True)
+    await scorer.aclose()
+    return {"scores": scores, "dollars": dollars, "seconds": seconds}
 
 
 def evaluate_all(port: int) -> dict[str, np.ndarray]:
@@ -34,17 +52,7 @@ def evaluate_all(port: int) -> dict[str, np.ndarray]:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             overrides = ["task=llm_demo", f"task.score_fn.base_url={server.base_url}"]
             task = instantiate(compose(config_name=LIVE_CONFIG_NAME, overrides=overrides).task)
-        scores = np.zeros((len(task.arms), len(task.examples)))
-        dollars, seconds = np.zeros_like(scores), np.zeros_like(scores)
-        scorer = task.score_fn
-        for k, arm in enumerate(task.arms):
-            for j, example in enumerate(task.examples):
-                start = time.perf_counter()
-                score, cost = scorer(arm, [example])
-                seconds[k, j] = time.perf_counter() - start
-                scores[k, j], dollars[k, j] = score[0], cost
-            print(f"arm {k:2d} {arm}: accuracy {scores[k].mean():.3f}, ${dollars[k].sum():.6f}", flush=True)
-    return {"scores": scores, "dollars": dollars, "seconds": seconds}
+        return asyncio.run(ask_every_question(task))
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import readme_block
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
@@ -34,7 +35,7 @@ def test_one_config_root_serves_both_apps():
     assert sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml")) == ["llm_demo", "mmlu", "openai_chat"]
     assert not (CONFIG_DIR / "live").exists()
     cfg = compose_live()
-    assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget > 0
+    assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget_usd > 0
     assert cfg.policy == compose_simulation().policy and cfg.cost == compose_simulation().cost
     assert compose_live("policy=ucbe").policy == compose_simulation("policy=ucbe").policy
     assert compose_live("prior=specific").prior == compose_simulation("prior=specific").prior
@@ -62,15 +63,15 @@ def test_mmlu_example_task_replays_the_bundled_subject():
 def test_mmlu_example_runs_and_resumes_from_its_store(tmp_path):
     store = tmp_path / "mmlu.sqlite"
     overrides = ["task.latency=0", "progress=false", f"store={store}", "concurrency=2"]
-    first = run_live(compose_live("budget=0.05", *overrides), tmp_path / "first")
+    first = run_live(compose_live("budget_usd=0.05", *overrides), tmp_path / "first")
     summary = json.loads((tmp_path / "first" / "summary.json").read_text())
     assert summary["stop_reason"] == "budget" and summary["spent"] == pytest.approx(first.spent)
     assert 0.05 <= first.spent and "lcb" in (tmp_path / "first" / "status.txt").read_text()
-    second = run_live(compose_live("budget=0.1", *overrides), tmp_path / "second")
+    second = run_live(compose_live("budget_usd=0.1", *overrides), tmp_path / "second")
     assert second.spent >= 0.1 and len(second.trace["step"]) > len(first.trace["step"])
     np.testing.assert_array_equal(second.trace["arm"][: len(first.trace["arm"])], first.trace["arm"])
     with pytest.raises(ValueError, match="policy.batch_size: store has 8, given 4"):
-        run_live(compose_live("budget=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")
+        run_live(compose_live("budget_usd=0.1", "policy.batch_size=4", *overrides), tmp_path / "third")
 
 
 def free_port():
@@ -86,7 +87,7 @@ def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
         "gittinseval.live_cli",
         "task=openai_chat",
         f"task.score_fn.base_url=http://127.0.0.1:{free_port()}/v1",
-        "budget=0.05",
+        "budget_usd=0.05",
         "max_retries=1",
         "retry_backoff=0.01",
         "progress=false",
@@ -96,13 +97,13 @@ def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "no recommendation: nothing was scored; the scoring calls failed" in run.stderr
-    assert "Connection refused" in run.stderr and "recommended " not in run.stderr
+    assert "Connection error" in run.stderr and "recommended " not in run.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["recommended"] is None and summary["failure"].startswith("no recommendation")
 
 
 def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
-    overrides = ["task.latency=0", "progress=false", "budget=0.05", "concurrency=3"]
+    overrides = ["task.latency=0", "progress=false", "budget_usd=0.05", "concurrency=3"]
     result = run_live(compose_live("policy=ucbe", f"store={tmp_path / 'u.sqlite'}", *overrides), tmp_path / "u")
     assert result.stop_reason == "budget" and result.recommendation is not None
     assert json.loads((tmp_path / "u" / "summary.json").read_text())["recommended"] == result.recommendation.arm
@@ -112,3 +113,14 @@ def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
         run_live(compose_live("task=openai_chat", "prior=specific", f"store={tmp_path / 'c.sqlite'}"), tmp_path / "c")
     specific = run_live(compose_live("prior=specific", f"store={tmp_path / 's.sqlite'}", *overrides), tmp_path / "s")
     assert specific.recommendation is not None
+
+
+def test_the_readme_python_example_runs_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    example = readme_block("from baselines.ucbe import UCBEPolicy")
+    exec(compile(example, "README.md", "exec"), {})
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].endswith(" budget") and first[1].startswith("spent $0.05") and "charged as expected" in first[1]
+    exec(compile(example, "README.md", "exec"), {})  # the same store: resumed, the budget already spent
+    assert capsys.readouterr().out.splitlines()[0] == first[0]
+    assert (tmp_path / "outputs" / "live" / "ucbe_example.sqlite").is_file()

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from conftest import binary_benchmark
 
+from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
-from gittinseval.live import MatrixScorer, NonRetryableError, evaluate
+from gittinseval.live import MatrixScorer, NonRetryableError, TransientError, evaluate
 
 K, N, B = 16, 48, 4
 
@@ -114,14 +115,36 @@ def test_transient_failures_are_retried(bench):
     assert len(calls) == 3 * len(result.trace["step"])
 
 
+def test_a_retry_held_back_by_the_calls_in_flight_is_made_once_they_are_charged(caplog):
+    """Arm 0 fails at once while arm 1's dear call is in flight: its retry waits for that call's charge."""
+    calls = []
+
+    async def score_fn(arm, examples):
+        calls.append(arm)
+        if arm == 0 and calls.count(0) == 1:
+            raise TransientError("503", cost=0.0)
+        if arm == 1:
+            await asyncio.sleep(0.3)  # in flight when arm 0 would retry
+            return [1.0] * len(examples), 0.5  # far below its expected cost
+        return [0.0] * len(examples)
+
+    result = evaluate([0, 1], range(4), score_fn, 10.0, costs=[1.0, 10.0], policy=UniformPolicy(2),
+                      concurrency=2, retry_backoff=0.001, progress=False)
+    assert any("retry held back" in record.getMessage() for record in caplog.records)
+    assert result.stop_reason == "exhausted" and result.status.n_seen.tolist() == [4, 4]
+    assert calls.count(0) == 3 and result.spent == pytest.approx(2 * 2.0 + 2 * 0.5)
+
+
 def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_path):
-    attempts = []
+    attempts, down = [], [False]
 
     def failing_after_ten(arm, examples):
         attempts.append(arm)
-        if len(attempts) > 10:
+        if len(attempts) > 10 and down[0]:
             raise TimeoutError("endpoint down")
         return bench.scores[arm, examples]
+
+    down[0] = True
 
     store = tmp_path / "run.sqlite"
     result = evaluate(range(K), range(N), failing_after_ten, 1e9, max_retries=3, store=store, **options(bench))
@@ -130,15 +153,20 @@ def test_persistent_failure_stops_cleanly_keeping_every_told_score(bench, tmp_pa
     assert len(stored_cells(store)) == 10 * B == int(result.status.n_seen.sum())
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 1
-    # Resuming re-issues the failed request first, and goes on.
-    resumed = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, store=store, **options(bench))
+    # Resuming (the same scorer, its endpoint back) re-issues the failed request first, and goes on.
+    down[0] = False
+    resumed = evaluate(range(K), range(N), failing_after_ten, 1e9, store=store, **options(bench))
     assert resumed.stop_reason == "exhausted" and len(stored_cells(store)) == K * N
 
 
 def test_invalid_scores_from_score_fn_stop_the_run(bench):
     result = evaluate(range(K), range(N), lambda arm, examples: [2.0] * len(examples), 1e9, **options(bench))
     assert result.stop_reason == "error" and isinstance(result.error, ValueError)
-    assert "in [0, 1]" in str(result.error) and result.spent == 0
+    assert "in [0, 1]" in str(result.error) and result.status.n_seen.sum() == 0
+    # The call was made, so it is in the ledger, charged as expected (it reported no cost).
+    arm = int(result.error_where.split()[1])
+    assert result.attempts == {"scored": 0, "failed": 1, "lost": 0}
+    assert result.spent == result.charged_as_expected == pytest.approx(B * bench.prices[arm])
 
 
 def test_non_retryable_errors_stop_at_once(bench):
@@ -150,6 +178,19 @@ def test_non_retryable_errors_stop_at_once(bench):
 
     result = evaluate(range(K), range(N), rejected, 1e9, max_retries=3, **options(bench))
     assert result.stop_reason == "error" and isinstance(result.error, NonRetryableError) and len(calls) == 1
+
+
+def test_a_data_error_is_not_retried_and_names_the_arm_and_examples(bench):
+    calls = []
+
+    def missing_field(arm, examples):
+        calls.append(arm)
+        return [{}["answer"] for _ in examples]
+
+    result = evaluate(range(K), range(N), missing_field, 1e9, max_retries=3, **options(bench))
+    assert result.stop_reason == "error" and isinstance(result.error, KeyError) and len(calls) == 1
+    assert result.error_message.startswith(f"arm {calls[0]} ({calls[0]}), examples [")
+    assert result.error_message.endswith("KeyError: 'answer'")
 
 
 def test_malformed_results_are_not_retried(bench):
@@ -177,7 +218,7 @@ def test_resumed_run_counts_earlier_spend_toward_the_budget(bench, tmp_path):
 
 def test_bad_driver_arguments(bench):
     scorer = MatrixScorer(bench.scores)
-    with pytest.raises(ValueError, match="budget must be positive"):
+    with pytest.raises(ValueError, match="budget_usd must be positive"):
         evaluate(range(K), range(N), scorer, 0.0, **options(bench))
     with pytest.raises(ValueError, match="concurrency must be a positive integer"):
         evaluate(range(K), range(N), scorer, 1.0, concurrency=0, **options(bench))

@@ -2,13 +2,16 @@
 
 import math
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from conftest import binary_benchmark
 
+from baselines.ucbe import UCBEPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
-from gittinseval.live import Evaluator, MatrixScorer, evaluate
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, evaluate
+from gittinseval.protocol import PosteriorReport
 
 K, N, B = 12, 40, 4
 
@@ -18,19 +21,14 @@ def bench():
     return binary_benchmark(K, N, seed=1)
 
 
-def make(bench, store=None, lam=1e-3, kappa=1.0, seed=5, **options):
-    """An evaluator whose costs are in the policy's unit already (1e6 tokens per example)."""
-    return Evaluator(
-        range(K),
-        N,
-        bench.prices,
-        GaussianPrior(0.5, 0.04),
-        policy=GittinsPolicy(B, lam, kappa),
-        tokens_per_example=1e6,
-        store=store,
-        seed=seed,
-        **options,
-    )
+def task_of(bench, arms=range(K), n_examples=N, costs=None):
+    """A task whose costs are in the policy's unit already (1e6 tokens per example)."""
+    return LiveTask(arms, range(n_examples), costs=bench.prices if costs is None else costs, tokens_per_example=1e6)
+
+
+def make(bench, store=None, lam=1e-3, kappa=1.0, seed=5):
+    config = LiveConfig(policy=GittinsPolicy(B, lam, kappa), prior=GaussianPrior(0.5, 0.04), store=store, seed=seed)
+    return Evaluator(task_of(bench), config)
 
 
 def run_to(evaluator, bench, n_requests):
@@ -137,6 +135,38 @@ def test_recommendation_and_status_match_the_closed_form_posterior(bench):
     assert "lcb" in status.format(top=3) and len(status.format(top=3).splitlines()) == 4
 
 
+class WideUCBE(UCBEPolicy):
+    """UCB-E reported with its own working variance and LCB width."""
+
+    def posterior_report(self):
+        return PosteriorReport(cell_var=0.1, kappa=2.0)
+
+
+@pytest.mark.parametrize(
+    ("make_policy", "cell_var", "kappa"),
+    [
+        (lambda: UCBEPolicy(B), 0.25, 1.0),
+        (lambda: WideUCBE(B), 0.1, 2.0),
+        (lambda: GittinsPolicy(B, cell_var=0.2, kappa=0.5), 0.2, 0.5),
+    ],
+    ids=["default", "own-report", "gittins"],
+)
+def test_the_reported_posterior_is_the_policys(bench, make_policy, cell_var, kappa):
+    """M, V and the LCB use the cell variance and kappa of the policy's posterior_report(), for any policy."""
+    evaluator = Evaluator(task_of(bench), LiveConfig(policy=make_policy(), prior=GaussianPrior(0.5, 0.04)))
+    run_to(evaluator, bench, 20)
+    status = evaluator.status()
+    seen = status.n_seen
+    sums = np.nan_to_num(status.sample_mean) * seen
+    latent_var = 1 / (1 / 0.04 + seen / cell_var)
+    latent_mean = latent_var * (0.5 / 0.04 + sums / cell_var)
+    mean = (sums + (N - seen) * latent_mean) / N
+    variance = ((N - seen) ** 2 * latent_var + (N - seen) * cell_var) / N**2
+    np.testing.assert_allclose(status.mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(status.variance, variance, rtol=1e-12)
+    np.testing.assert_allclose(status.lcb, mean - kappa * np.sqrt(variance), rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     "scores, message",
     [
@@ -178,11 +208,11 @@ def test_tells_of_unknown_or_told_requests_are_rejected(bench):
 
 def test_bad_definitions_are_rejected(bench):
     with pytest.raises(ValueError, match="distinct"):
-        Evaluator(["a", "a"], N)
+        Evaluator(LiveTask(["a", "a"], range(N)))
     with pytest.raises(ValueError, match="one cost per arm"):
-        Evaluator(range(K), N, costs=np.ones(K - 1))
+        Evaluator(LiveTask(range(K), range(N), costs=np.ones(K - 1)))
     with pytest.raises(ValueError, match="costs must be positive"):
-        Evaluator(range(K), N, costs=np.r_[0.0, np.ones(K - 1)])
+        Evaluator(LiveTask(range(K), range(N), costs=np.r_[0.0, np.ones(K - 1)]))
 
 
 def test_reopened_store_continues_exactly_like_an_uninterrupted_run(bench, tmp_path):
@@ -223,19 +253,17 @@ def test_store_with_other_arms_or_settings_is_refused_with_the_differences(bench
     with pytest.raises(ValueError, match=r"policy\.lam: store has 0\.001, given 0\.01") as info:
         make(bench, store=path, lam=1e-2, seed=6)
     assert "seed: store has 5, given 6" in str(info.value)
-    same = {"policy": GittinsPolicy(B, 1e-3), "tokens_per_example": 1e6, "store": path, "seed": 5}
+    same = LiveConfig(policy=GittinsPolicy(B, 1e-3), store=path, seed=5)
     with pytest.raises(ValueError, match="arm 3: store has '3', given 'x'"):
-        Evaluator([*map(str, range(3)), "x", *map(str, range(4, K))], N, bench.prices, **same)
+        Evaluator(task_of(bench, arms=[*map(str, range(3)), "x", *map(str, range(4, K))]), same)
     other_costs = bench.prices.copy()
     other_costs[2] *= 2
     with pytest.raises(ValueError, match="cost of arm 2"):
-        Evaluator(range(K), N, other_costs, **same)
+        Evaluator(task_of(bench, costs=other_costs), same)
     with pytest.raises(ValueError, match="n_examples: store has 40, given 41"):
-        Evaluator(range(K), N + 1, bench.prices, **same)
-    from baselines.ucbe import UCBEPolicy
-
+        Evaluator(task_of(bench, n_examples=N + 1), same)
     with pytest.raises(ValueError, match="policy: store has 'gittinseval.gittins.GittinsPolicy', given 'baselines"):
-        Evaluator(range(K), N, bench.prices, **{**same, "policy": UCBEPolicy(B)})
+        Evaluator(task_of(bench), replace(same, policy=UCBEPolicy(B)))
     # A refused open leaves the store usable.
     assert Evaluator.from_store(path).spent == 0
 
@@ -263,4 +291,4 @@ def test_prior_must_be_gaussian(bench):
     from gittinseval import BenchmarkPrior
 
     with pytest.raises(ValueError, match="resolve a BenchmarkPrior first"):
-        Evaluator(range(K), N, prior=BenchmarkPrior())
+        Evaluator(LiveTask(range(K), range(N)), LiveConfig(prior=BenchmarkPrior()))

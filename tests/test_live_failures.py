@@ -16,7 +16,7 @@ from baselines.prompteval import PromptEvalPolicy
 from baselines.ucbe import UCBEPolicy
 from baselines.uniform import UniformPolicy
 from gittinseval import GittinsPolicy
-from gittinseval.live import Evaluator, MatrixScorer, StoreLockedError, evaluate
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, StoreLockedError, evaluate
 
 K, N, B = 10, 32, 4
 
@@ -24,6 +24,10 @@ K, N, B = 10, 32, 4
 @pytest.fixture(scope="module")
 def bench():
     return binary_benchmark(K, N, seed=4)
+
+
+def task_of(bench):
+    return LiveTask(range(K), range(N), costs=bench.prices)
 
 
 def scores_of(bench, request):
@@ -50,10 +54,14 @@ def test_nothing_scored_means_no_recommendation(bench):
         raise ConnectionError("connection refused")
 
     result = evaluate(
-        range(K), range(N), down, 1.0, costs=bench.prices, max_retries=1, retry_backoff=0.001, progress=False
+        range(K), range(N), down, 1e9, costs=bench.prices, max_retries=1, retry_backoff=0.001, progress=False
     )
     assert result.recommendation is None and result.stop_reason == "error"
-    assert result.failure.startswith("no recommendation: nothing was scored; the scoring calls failed: ConnectionError")
+    # A plain exception says nothing of what was paid: each of the two calls is charged as expected.
+    arm = int(result.error_where.split()[1])
+    assert result.spent == result.charged_as_expected == pytest.approx(2 * 8 * bench.prices[arm])
+    assert result.failure.startswith(f"no recommendation: nothing was scored; the scoring calls failed: arm {arm} (")
+    assert result.failure.endswith("ConnectionError: connection refused")
     summary = result.summary()
     assert summary["recommended"] is None and summary["failure"] == result.failure and summary["n_cells"] == 0
 
@@ -71,10 +79,11 @@ def test_a_missing_cost_is_an_error_unless_costs_are_units(bench):
 
 def test_policies_that_cannot_run_live_say_so_when_chosen(bench):
     with pytest.raises(ValueError, match="'pbgi' cannot run a live evaluation: configuration-level BO"):
-        Evaluator(range(K), N, bench.prices, policy=PBGIPolicy())
+        Evaluator(task_of(bench), LiveConfig(policy=PBGIPolicy()))
     with pytest.raises(ValueError, match="'prompteval' needs binary"):
-        Evaluator(range(K), N, bench.prices, policy=PromptEvalPolicy())
-    with Evaluator(range(K), N, bench.prices, policy=PromptEvalPolicy(), binary=True, budget=1.0) as evaluator:
+        Evaluator(task_of(bench), LiveConfig(policy=PromptEvalPolicy()))
+    binary_task = LiveTask(range(K), range(N), costs=bench.prices, binary=True)
+    with Evaluator(binary_task, LiveConfig(budget_usd=1.0, policy=PromptEvalPolicy())) as evaluator:
         request = evaluator.ask()
         with pytest.raises(ValueError, match="declares binary scores"):
             evaluator.tell(request, np.full(request.size, 0.5))
@@ -83,15 +92,15 @@ def test_policies_that_cannot_run_live_say_so_when_chosen(bench):
 
 def test_a_second_writer_is_refused_while_the_first_holds_the_store(bench, tmp_path):
     path = tmp_path / "run.sqlite"
-    first = Evaluator(range(K), N, bench.prices, store=path)
+    first = Evaluator(task_of(bench), LiveConfig(store=path))
     with pytest.raises(StoreLockedError, match=f"store {path} is open for writing by another process"):
-        Evaluator(range(K), N, bench.prices, store=path)
+        Evaluator(task_of(bench), LiveConfig(store=path))
     holder = textwrap.dedent(
         f"""
         import sys
-        from gittinseval.live import Evaluator, StoreLockedError
+        from gittinseval.live import Evaluator, LiveConfig, LiveTask, StoreLockedError
         try:
-            Evaluator(range({K}), {N}, [1.0] * {K}, store={str(path)!r})
+            Evaluator(LiveTask(range({K}), range({N}), costs=[1.0] * {K}), LiveConfig(store={str(path)!r}))
         except StoreLockedError as error:
             print(error)
             sys.exit(3)
@@ -102,12 +111,12 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_store(bench, tmp_p
     request = first.ask()
     first.tell(request, scores_of(bench, request))
     first.close()
-    with Evaluator(range(K), N, bench.prices, store=path) as second:
+    with Evaluator(task_of(bench), LiveConfig(store=path)) as second:
         assert second.spent == first.spent
 
 
 def test_the_store_syncs_every_commit(bench, tmp_path):
-    with Evaluator(range(K), N, bench.prices, store=tmp_path / "run.sqlite") as evaluator:
+    with Evaluator(task_of(bench), LiveConfig(store=tmp_path / "run.sqlite")) as evaluator:
         connection = evaluator.store.connection
         assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -115,7 +124,7 @@ def test_the_store_syncs_every_commit(bench, tmp_path):
 
 def test_a_failed_tell_write_leaves_the_request_outstanding_and_nothing_changed(bench, tmp_path):
     path = tmp_path / "run.sqlite"
-    evaluator = Evaluator(range(K), N, bench.prices, policy=GittinsPolicy(B), store=path)
+    evaluator = Evaluator(task_of(bench), LiveConfig(policy=GittinsPolicy(B), store=path))
     for _ in range(6):
         request = evaluator.ask()
         evaluator.tell(request, scores_of(bench, request))
@@ -143,8 +152,8 @@ def test_a_failed_tell_write_leaves_the_request_outstanding_and_nothing_changed(
 
 def test_a_failed_issue_write_gives_the_request_back(bench, tmp_path):
     path = tmp_path / "run.sqlite"
-    reference = Evaluator(range(K), N, bench.prices, policy=GittinsPolicy(B))
-    evaluator = Evaluator(range(K), N, bench.prices, policy=GittinsPolicy(B), store=path)
+    reference = Evaluator(task_of(bench), LiveConfig(policy=GittinsPolicy(B)))
+    evaluator = Evaluator(task_of(bench), LiveConfig(policy=GittinsPolicy(B), store=path))
     with sqlite3.connect(path) as db:
         db.execute("CREATE TRIGGER full BEFORE INSERT ON requests BEGIN SELECT RAISE(ABORT, 'disk full'); END")
     with pytest.raises(sqlite3.IntegrityError, match="disk full"):
@@ -190,27 +199,27 @@ def out_of_order_session(bench, evaluator, rng, n_rounds):
 )
 def test_resume_after_out_of_order_tells_reproduces_the_live_run(bench, tmp_path, make_policy):
     path = tmp_path / "run.sqlite"
-    live = Evaluator(range(K), N, bench.prices, policy=make_policy(), seed=9, store=path)
+    live = Evaluator(task_of(bench), LiveConfig(policy=make_policy(), seed=9, store=path))
     out_of_order_session(bench, live, np.random.default_rng(1), 25)
     in_flight = [(r.arm, r.examples.tolist()) for r in live.outstanding]
     before = snapshot(live)
     live.close()
 
-    resumed = Evaluator(range(K), N, bench.prices, policy=make_policy(), seed=9, store=path)
+    resumed = Evaluator(task_of(bench), LiveConfig(policy=make_policy(), seed=9, store=path))
     assert snapshot(resumed) == before
     assert [(r.arm, r.examples.tolist()) for r in resumed.outstanding] == in_flight
     # Both go on identically: the in-memory run (reopened state) and a second resume.
     out_of_order_session(bench, resumed, np.random.default_rng(2), 15)
     after = snapshot(resumed)
     resumed.close()
-    with Evaluator(range(K), N, bench.prices, policy=make_policy(), seed=9, store=path) as again:
+    with Evaluator(task_of(bench), LiveConfig(policy=make_policy(), seed=9, store=path)) as again:
         assert snapshot(again) == after
 
 
 def test_a_policy_that_cannot_take_a_request_back_refuses_cancel_and_a_failed_issue_closes(bench, tmp_path):
     path = tmp_path / "run.sqlite"
     policy = LRFPolicy(batch_size=B, ensemble=LowRankEnsemble(ensemble_size=4, iterations=2))
-    evaluator = Evaluator(range(K), N, bench.prices, policy=policy, store=path)
+    evaluator = Evaluator(task_of(bench), LiveConfig(policy=policy, store=path))
     request = evaluator.ask()
     with pytest.raises(ValueError, match="'lrf' cannot take back a request; tell its scores instead"):
         evaluator.cancel(request)
@@ -222,17 +231,17 @@ def test_a_policy_that_cannot_take_a_request_back_refuses_cancel_and_a_failed_is
     with sqlite3.connect(path) as db:
         db.execute("DROP TRIGGER full")
     policy = LRFPolicy(batch_size=B, ensemble=LowRankEnsemble(ensemble_size=4, iterations=2))
-    with Evaluator(range(K), N, bench.prices, policy=policy, store=path) as reopened:
+    with Evaluator(task_of(bench), LiveConfig(policy=policy, store=path)) as reopened:
         assert reopened.spent == evaluator.spent and reopened.ask() is not None
 
 
 def test_a_store_that_does_not_replay_is_refused(bench, tmp_path):
     path = tmp_path / "run.sqlite"
-    with Evaluator(range(K), N, bench.prices, policy=GittinsPolicy(B), store=path) as evaluator:
+    with Evaluator(task_of(bench), LiveConfig(policy=GittinsPolicy(B), store=path)) as evaluator:
         request = evaluator.ask()
         evaluator.tell(request, scores_of(bench, request))
     with sqlite3.connect(path) as db:
         (examples,) = db.execute("SELECT examples FROM requests").fetchone()
         db.execute("UPDATE requests SET examples = ?", (json.dumps(json.loads(examples)[::-1]),))
     with pytest.raises(ValueError, match="replaying request 1, the policy selects arm"):
-        Evaluator(range(K), N, bench.prices, policy=GittinsPolicy(B), store=path)
+        Evaluator(task_of(bench), LiveConfig(policy=GittinsPolicy(B), store=path))

@@ -181,7 +181,7 @@ def test_the_policy_finds_the_arm_whose_outputs_score_best(tmp_path):
         task.arms,
         task.examples,
         task.score_fn,
-        budget=0.8 * len(task.examples) * sum(task.costs),
+        budget_usd=0.8 * len(task.examples) * sum(task.costs),
         costs=task.costs,
         tokens_per_example=task.tokens_per_example,
         binary=task.binary,

@@ -86,7 +86,7 @@ def test_a_short_live_evaluation_against_the_real_server(tmp_path):
         port = probe.getsockname()[1]
     with local_server.LocalLlamaServer(port=port, log_path=tmp_path / "server.log") as server:
         cfg = compose_live(
-            "task=llm_demo", f"task.score_fn.base_url={server.base_url}", "budget=0.0002", "progress=false",
+            "task=llm_demo", f"task.score_fn.base_url={server.base_url}", "budget_usd=0.0002", "progress=false",
             "logger=none", "policy=ucbe", "policy.batch_size=2", f"store={tmp_path / 'demo.sqlite'}",
         )
         result = run_live(cfg, tmp_path / "run")

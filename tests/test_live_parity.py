@@ -6,7 +6,7 @@ import pytest
 from baselines.ucbe import UCBEPolicy
 from gittinseval import EmpiricalPriorEstimator, GaussianPrior, GittinsPolicy, simulate
 from gittinseval.data import load_mmlu
-from gittinseval.live import Evaluator, evaluate, matrix_task
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, evaluate, matrix_task
 from gittinseval.roots import root_schedule
 
 # 2% would end UCB-E exactly on the budget after its first round (2 examples of each
@@ -24,9 +24,8 @@ def test_live_costs_become_the_papers_raw_prices_and_lambda_per_dollar(bench):
     """c_k = dollars_k * 1e6 / T, so lam * c_k = lam_$ * dollars_k with lam_$ = lam * 1e6 / T."""
     tokens = 250.0
     dollars = bench.prices * tokens / 1e6
-    with Evaluator(
-        bench.arm_names, bench.n_examples, dollars, policy=GittinsPolicy(2), tokens_per_example=tokens
-    ) as ev:
+    task = LiveTask(bench.arm_names, range(bench.n_examples), costs=dollars, tokens_per_example=tokens)
+    with Evaluator(task, LiveConfig(policy=GittinsPolicy(2))) as ev:
         policy = ev.policy
     np.testing.assert_allclose(policy.problem.costs, bench.prices, rtol=1e-14)
     lam_per_dollar = 1e-4 * 1e6 / tokens
@@ -38,7 +37,8 @@ def test_live_costs_become_the_papers_raw_prices_and_lambda_per_dollar(bench):
 
 
 def test_unit_costs_are_the_papers_unit_cost_setting(bench):
-    with Evaluator(bench.arm_names, bench.n_examples, "unit", policy=GittinsPolicy(2), budget=50) as evaluator:
+    task = LiveTask(bench.arm_names, range(bench.n_examples), costs="unit")
+    with Evaluator(task, LiveConfig(budget_usd=50, policy=GittinsPolicy(2))) as evaluator:
         np.testing.assert_array_equal(evaluator.policy.problem.costs, np.ones(bench.n_arms))
         assert evaluator.policy.problem.budget == 50
         request = evaluator.ask()

@@ -3,85 +3,28 @@
 The chat wrapper is tested against a local HTTP server on 127.0.0.1 started by the test.
 """
 
+import asyncio
 import json
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from fake_chat import COMPLETION_TOKENS, PRICES, FakeChatServer
 
 from gittinseval import GittinsPolicy
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.data import Benchmark
-from gittinseval.live import MatrixScorer, NonRetryableError, OpenAIChatScorer, evaluate, matrix_task
+from gittinseval.live import (
+    MatrixScorer,
+    NonRetryableError,
+    OpenAIChatScorer,
+    TransientError,
+    evaluate,
+    matrix_task,
+)
 from gittinseval.live.scoring import expected_chat_costs, grade_first_word, read_jsonl
-
-PRICES = {"good-model": {"input": 2.0, "output": 8.0}, "bad-model": {"input": 0.5, "output": 1.0}}
-COMPLETION_TOKENS = 3
-
-
-class FakeChatServer:
-    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers from a key.
-
-    ``good_model`` answers correctly, any other model always says 0.  Usage: one
-    prompt token per word of the messages, ``COMPLETION_TOKENS`` completion tokens.
-    ``fail_next`` makes the next calls fail with HTTP ``fail_status`` (503 by default).
-    """
-
-    def __init__(self, answers, good_model="good-model", prices=PRICES):
-        self.answers = answers
-        self.good_model = good_model
-        self.prices = prices
-        self.calls = []
-        self.fail_next = 0
-        self.fail_status = 503
-        self.omit_usage = False
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if self.path != "/v1/chat/completions" or server.fail_next:
-                    server.fail_next = max(0, server.fail_next - 1)
-                    self.send_response(server.fail_status if self.path == "/v1/chat/completions" else 404)
-                    self.end_headers()
-                    return
-                prompt = body["messages"][-1]["content"]
-                prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
-                server.calls.append((body, self.headers.get("Authorization"), prompt_tokens))
-                reply = f"{server.answers[prompt]}." if body["model"] == server.good_model else "0"
-                payload = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
-                if not server.omit_usage:
-                    payload["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": COMPLETION_TOKENS}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def cost_of_calls(self):
-        return sum(
-            (tokens * self.prices[body["model"]]["input"] + COMPLETION_TOKENS * self.prices[body["model"]]["output"])
-            / 1e6
-            for body, _, tokens in self.calls
-        )
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -105,43 +48,86 @@ ARMS = [
 def test_chat_scorer_scores_and_costs_from_token_usage(server, examples, monkeypatch):
     monkeypatch.setenv("FAKE_KEY", "sk-test")
     scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env="FAKE_KEY", timeout=5)
-    scores, cost = scorer(ARMS[1], examples[:3])
+    scores, cost = asyncio.run(scorer(ARMS[1], examples[:3]))
     np.testing.assert_array_equal(scores, [1.0, 1.0, 1.0])
     assert cost == pytest.approx(server.cost_of_calls())
     body, auth, _ = server.calls[0]
     assert auth == "Bearer sk-test" and body["model"] == "good-model" and body["temperature"] == 0.0
     assert body["messages"][0] == {"role": "system", "content": "You are a calculator."}
-    assert body["messages"][1]["content"] == examples[0]["prompt"]
-    scores, _ = scorer(ARMS[0], examples[:2])
+    assert {call[0]["messages"][1]["content"] for call in server.calls} == {e["prompt"] for e in examples[:3]}
+    scores, _ = asyncio.run(scorer(ARMS[0], examples[:2]))
     np.testing.assert_array_equal(scores, [0.0, 0.0])
 
 
-def test_chat_scorer_errors(server, examples):
+def test_without_a_key_the_placeholder_is_sent(server, examples, monkeypatch):
+    monkeypatch.delenv("UNSET_KEY", raising=False)
+    asyncio.run(OpenAIChatScorer(server.base_url, PRICES, api_key_env="UNSET_KEY", timeout=5)(ARMS[1], examples[:1]))
+    assert server.calls[0][1] == "Bearer EMPTY"
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "message", "uncosted"),
+    [
+        (503, TransientError, "HTTP 503", 0),
+        (429, TransientError, "HTTP 429", 0),
+        (401, NonRetryableError, "HTTP 401", 0),
+        (400, NonRetryableError, "HTTP 400", 0),
+        ("no_usage", NonRetryableError, "the reply has no usage.prompt_tokens", 1),
+        ("negative_usage", NonRetryableError, r"a negative or non-integer \(-\d+\) usage.prompt_tokens", 1),
+        ("malformed", NonRetryableError, "unparseable reply", 1),
+    ],
+)
+def test_a_failed_call_is_classified_and_the_rest_of_its_batch_kept(server, examples, action, kind, message, uncosted):
+    """One of three calls fails: the failure says how, and carries the other two scores and their cost."""
     scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
-    server.fail_next = 1
-    with pytest.raises(urllib.error.HTTPError, match="503"):
-        scorer(ARMS[1], examples[:1])
-    server.omit_usage = True
-    with pytest.raises(ValueError, match="no token usage"):
-        scorer(ARMS[1], examples[:1])
-    server.omit_usage = False
-    server.fail_next, server.fail_status = 1, 401
-    with pytest.raises(NonRetryableError, match="rejected the request for model 'good-model'.*401"):
-        scorer(ARMS[1], examples[:1])
-    with pytest.raises(ValueError, match="no price for model 'other'"):
-        scorer({"model": "other"}, examples[:1])
+    server.plan = ["ok", action, "ok"]
+    with pytest.raises(kind, match=f"/chat/completions for model 'good-model': .*{message}") as info:
+        asyncio.run(scorer(ARMS[1], examples[:3]))
+    failure = info.value
+    assert sorted(failure.scores, key=lambda s: s is None) == [1.0, 1.0, None]
+    assert failure.scores[failure.example] is None
+    ok_cost = sum((tokens * 2.0 + COMPLETION_TOKENS * 8.0) / 1e6 for _, _, tokens in server.calls)
+    assert len(server.calls) == 2 and failure.cost == pytest.approx(ok_cost) and failure.uncosted == uncosted
+
+
+def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with pytest.raises(TransientError, match="Connection error") as refused:
+        asyncio.run(OpenAIChatScorer(f"http://127.0.0.1:{closed_port}/v1", PRICES, timeout=5)(ARMS[1], examples[:2]))
+    assert refused.value.cost == 0 and refused.value.uncosted == 0 and refused.value.scores == [None, None]
+    slow = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, latency=2.0)
+    try:
+        with pytest.raises(TransientError, match="timed out") as timed_out:
+            asyncio.run(OpenAIChatScorer(slow.base_url, PRICES, timeout=0.2)(ARMS[1], examples[:2]))
+    finally:
+        slow.close()
+    assert timed_out.value.cost == 0 and timed_out.value.uncosted == 2
+
+
+def test_bad_examples_and_unpriced_models_are_refused_before_any_call(server, examples):
+    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
+    with pytest.raises(NonRetryableError, match="no 'answer' field") as info:
+        asyncio.run(scorer(ARMS[1], [examples[0], {"prompt": "2 + 2?"}]))
+    assert info.value.example == 1 and info.value.cost == 0
+    with pytest.raises(NonRetryableError, match="no price for model 'other'"):
+        asyncio.run(scorer({"model": "other"}, examples[:1]))
+    assert server.received == 0
     with pytest.raises(ValueError, match="per 1M tokens"):
         OpenAIChatScorer(server.base_url, {"m": {"input": 1.0}})
 
 
 def test_live_run_against_the_chat_endpoint_pays_what_the_usage_says(server, examples):
-    server.fail_next = 2  # transient outage: retried
+    server.plan = [503] * 8  # an outage: every call of the first two batches fails, and is retried
     costs = expected_chat_costs(ARMS, PRICES, prompt_tokens=15, completion_tokens=COMPLETION_TOKENS)
     result = evaluate(
         ARMS,
         examples,
         OpenAIChatScorer(server.base_url, PRICES, timeout=5),
-        budget=1.0,
+        budget_usd=1.0,
         costs=costs,
         policy=GittinsPolicy(4),
         concurrency=2,
@@ -153,6 +139,49 @@ def test_live_run_against_the_chat_endpoint_pays_what_the_usage_says(server, exa
     assert result.spent == pytest.approx(server.cost_of_calls())
     assert result.recommendation.name == json.dumps(ARMS[1], sort_keys=True)
     assert result.recommendation.mean == 1.0
+
+
+@pytest.mark.parametrize("action", [400, "no_usage", "malformed"])
+def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples, action):
+    server.plan = [action]
+    result = evaluate(
+        ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5), budget_usd=1.0, costs=[1e-5, 1e-5],
+        policy=GittinsPolicy(1), max_retries=3, retry_backoff=0.001, progress=False,
+    )
+    assert server.received == 1 and result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
+
+
+@pytest.mark.parametrize(("grading", "warned"), [("first_word", True), ("answer", False)])
+def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, capsys, caplog, grading, warned):
+    """Replies like "The answer is 12." under first-word grading: every score is 0, and the run says so."""
+    server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, reply="The answer is {answer}.")
+    try:
+        result = evaluate(
+            ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5, grading=grading), budget_usd=1.0,
+            costs=[1e-5, 1e-5], policy=GittinsPolicy(4), progress=True,
+        )
+    finally:
+        server.close()
+    run_wide = f"every one of the {2 * len(examples)} scores so far is 0: check the grading against the replies"
+    # With a grading that matches, only the arms are named: one model never answers, the other always right.
+    per_arm = [f"1 arm ({arm}) scored {arm} on every one of 20 or more examples: check the grading against the "
+               "replies" for arm in (0, 1)]
+    assert result.summary()["warnings"] == ([run_wide] if warned else per_arm)
+    assert ("WARNING: every one of the" in capsys.readouterr().err) == warned
+    logged = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any(line.endswith("scores so far is 0: check the grading against the replies") for line in logged) == warned
+    assert any(line.startswith("arm 0 (") and "scored 0 on each of its" in line for line in logged) != warned
+
+
+def test_an_arm_whose_every_score_is_1_is_named():
+    scores = (np.random.default_rng(0).uniform(size=(4, 30)) < 0.5).astype(float)
+    scores[2] = 1.0
+    task = matrix_task(Benchmark("suite/sub", scores))
+    result = evaluate(task.arms, task.examples, task.score_fn, None, costs="unit", policy=GittinsPolicy(5),
+                      progress=False)
+    assert result.warnings == [
+        "1 arm (2) scored 1 on every one of 20 or more examples: check the grading against the replies"
+    ]
 
 
 def test_expected_chat_costs_and_grading():
@@ -199,7 +228,7 @@ def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
             "gittinseval.live_cli",
             "task=openai_chat",
             f"task.score_fn.base_url={fake.base_url}",
-            "budget=1.0",
+            "budget_usd=1.0",
             "progress=false",
             "policy.batch_size=5",
             f"store={tmp_path / 'chat.sqlite'}",

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 from conftest import binary_benchmark
+from fake_chat import FakeChatServer
 from omegaconf import OmegaConf
-from test_live_scoring import FakeChatServer
 
 from gittinseval import GittinsPolicy
 from gittinseval.cli import CONFIG_DIR
@@ -117,7 +117,7 @@ def test_the_api_key_is_written_nowhere(tmp_path, monkeypatch):
             "gittinseval.live_cli",
             "task=openai_chat",
             f"task.score_fn.base_url={fake.base_url}",
-            "budget=0.001",
+            "budget_usd=0.001",
             "logger=wandb",
             f"store={tmp_path / 'chat.sqlite'}",
             f"hydra.run.dir={tmp_path / 'run'}",

@@ -1,5 +1,7 @@
 """Live evaluation: any policy on real scoring calls, with a dollar budget and a crash-safe store.
 
+- :class:`LiveTask`: what is evaluated (arms, examples, scoring function, expected costs);
+  :class:`LiveConfig`: how (policy, prior, budget, store, concurrency, ...).
 - :class:`Evaluator`: ask/tell over live scores, recorded in SQLite.
 - :func:`evaluate` / :func:`evaluate_async`: drive a scoring function concurrently
   to a budget, with progress, retries and clean stops.
@@ -7,14 +9,18 @@
   OpenAI-compatible chat scorer.
 """
 
-from gittinseval.live.driver import LiveResult, NonRetryableError, dataset_digest, evaluate, evaluate_async
-from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation, arm_name
-from gittinseval.live.scoring import LiveTask, MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
+from gittinseval.live.config import LiveConfig
+from gittinseval.live.driver import LiveResult, evaluate, evaluate_async
+from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
+from gittinseval.live.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
 from gittinseval.live.store import RunStore, StoreLockedError
+from gittinseval.live.task import LiveTask, arm_name, dataset_digest
 
 __all__ = [
     "ArmStatus",
     "Evaluator",
+    "LiveConfig",
     "LiveResult",
     "LiveTask",
     "MatrixScorer",
@@ -22,7 +28,9 @@ __all__ = [
     "OpenAIChatScorer",
     "Recommendation",
     "RunStore",
+    "ScoringError",
     "StoreLockedError",
+    "TransientError",
     "arm_name",
     "chat_task",
     "dataset_digest",

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from gittinseval.live.driver import LiveResult, evaluate
-from gittinseval.live.scoring import LiveTask
+from gittinseval.live.config import LiveConfig
+from gittinseval.live.driver import LiveResult, evaluate_async
+from gittinseval.live.task import LiveTask
 
 __all__ = ["run_live"]
 
@@ -18,8 +21,8 @@ log = logging.getLogger(__name__)
 
 
 def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
-    """Instantiate ``cfg.task``, ``cfg.policy``, ``cfg.prior``, ``cfg.cost`` and ``cfg.logger``;
-    evaluate to ``cfg.budget``.
+    """Instantiate ``cfg.task`` with the costs of ``cfg.cost``, build the :class:`LiveConfig` of
+    the rest once, and evaluate to ``cfg.budget_usd``.
 
     Resumes from ``cfg.store`` when it exists.  Writes ``summary.json`` and
     ``status.txt`` (the top arms) to ``output_dir``; a W&B logger writes its
@@ -28,43 +31,24 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     task = instantiate(cfg.task)
     if not isinstance(task, LiveTask):
         raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
-    prior = instantiate(cfg.prior).resolve(task.benchmark)
-    store = Path(cfg.store)
+    task = replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
     output_dir = Path(output_dir)
+    config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    log.info("%s %s", "resuming from" if store.exists() else "new store", store)
-    result = evaluate(
-        task.arms,
-        task.examples,
-        task.score_fn,
-        float(cfg.budget),
-        costs=instantiate(cfg.cost).live_costs(task.costs),
-        policy=instantiate(cfg.policy),
-        prior=prior,
-        tokens_per_example=task.tokens_per_example,
-        binary=task.binary,
-        concurrency=int(cfg.concurrency),
-        store=store,
-        stop_at_signal=bool(cfg.stop_at_signal),
-        seed=int(cfg.seed),
-        max_retries=int(cfg.max_retries),
-        retry_backoff=float(cfg.retry_backoff),
-        progress=bool(cfg.progress),
-        logger=instantiate(cfg.logger),
-        log_config=OmegaConf.to_container(cfg, resolve=True),
-        log_dir=output_dir,
-    )
+    result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (output_dir / "status.txt").write_text(result.status.format(top=20) + "\n")
+    header = [result.ledger_line(), *(f"WARNING: {warning}" for warning in result.warnings)]
+    (output_dir / "status.txt").write_text("\n".join(header) + "\n\n" + result.status.format(top=20) + "\n")
+    for warning in result.warnings:
+        log.warning("%s", warning)
     rec = result.recommendation
     log.info(
-        "stopped (%s) after %.4g of %.4g; %s; stop signal %s; store %s",
+        "stopped (%s); %s; %s; stop signal %s; store %s",
         result.stop_reason,
-        result.spent,
-        result.budget,
+        result.ledger_line(),
         result.failure if rec is None else f"recommended {rec.name} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
         "fired" if result.stop_signal else "not fired",
-        store,
+        config.run_store,
     )
     return result

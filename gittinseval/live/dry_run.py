@@ -32,7 +32,7 @@ def dry_run_report(task: Any, budget_usd: float, batch_size: int, labels: Sequen
     """What a run of ``task`` to ``budget_usd`` would cost, as text; makes no call.
 
     Args:
-        task: a :class:`~gittinseval.live.scoring.LiveTask` (its ``arms``,
+        task: a :class:`~gittinseval.live.task.LiveTask` (its ``arms``,
             ``examples``, ``costs`` in expected dollars per example, and ``name``).
         budget_usd: the run's budget in dollars.
         batch_size: examples per request of the policy.

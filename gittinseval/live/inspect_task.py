@@ -57,9 +57,9 @@ from inspect_ai.solver import chain, system_message
 from inspect_ai.util._display import display_type_initialized, init_display_type  # private: eval_async has no display=
 from pydantic import ValidationError
 
-from gittinseval.live.driver import NonRetryableError
+from gittinseval.live.failures import NonRetryableError
 from gittinseval.live.prices import Prices, load_prices
-from gittinseval.live.scoring import LiveTask
+from gittinseval.live.task import LiveTask
 from gittinseval.validation import non_negative_float, positive_int
 
 __all__ = ["BatchOutcome", "InspectScorer", "inspect_task", "load_inspect_task"]
@@ -433,7 +433,7 @@ def _pilot_estimate(score_fn: InspectScorer, n_samples: int, path: str | Path | 
 def _live_task(
     score_fn: InspectScorer, costs: list[float], tokens_per_example: float, binary: bool, name: str
 ) -> LiveTask:
-    """The one place that fills :class:`~gittinseval.live.scoring.LiveTask`'s fields."""
+    """The one place that fills :class:`~gittinseval.live.task.LiveTask`'s fields."""
     return LiveTask(
         arms=score_fn.arms,
         examples=[score_fn.example(sample_id) for sample_id in score_fn.sample_ids],

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gittinseval.live.evaluator import TOKENS_PER_MILLION
+from gittinseval.live.task import TOKENS_PER_MILLION
 from gittinseval.validation import non_negative_float
 
 __all__ = ["ModelPrice", "Prices", "load_prices"]

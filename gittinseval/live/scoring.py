@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import openai
 
 from gittinseval.data import Benchmark
-from gittinseval.live.driver import NonRetryableError
-from gittinseval.live.evaluator import TOKENS_PER_MILLION
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
+from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask
+from gittinseval.params import get_params
 
 __all__ = [
-    "LiveTask",
     "MatrixScorer",
     "OpenAIChatScorer",
     "bundled_examples",
@@ -30,34 +30,6 @@ __all__ = [
     "matrix_task",
     "read_jsonl",
 ]
-
-
-@dataclass
-class LiveTask:
-    """What a live run evaluates.
-
-    Attributes:
-        arms: the ``K`` arms handed to ``score_fn``.
-        examples: the ``N`` examples handed to ``score_fn``.
-        score_fn: ``score_fn(arm, batch)`` -> scores, or ``(scores, dollars)``.
-        costs: ``[K]`` expected dollars per example of each arm, or ``None`` when
-            ``score_fn`` reports what each call cost.
-        tokens_per_example: expected tokens of one example (prompt and reply):
-            converts dollars to the policy's raw cost unit (USD per 1M tokens).
-        binary: whether every score is 0 or 1.
-        benchmark: the response matrix the task replays, if any (its
-            data-specific prior serves ``prior=specific``).
-        name: names the default store.
-    """
-
-    arms: Sequence[Any]
-    examples: Sequence[Any]
-    score_fn: Callable[[Any, list[Any]], Any]
-    costs: Sequence[float] | None = None
-    tokens_per_example: float = 1000.0
-    binary: bool = False
-    benchmark: Benchmark | None = None
-    name: str = "task"
 
 
 class MatrixScorer:
@@ -74,6 +46,11 @@ class MatrixScorer:
         self.scores = np.asarray(scores, dtype=np.float64)
         self.latency = float(latency)
         self.rows = {name: row for row, name in enumerate(arm_names)}
+
+    def identity(self) -> dict[str, Any]:
+        """What makes a score: the matrix (by its SHA-256) and the arms' rows; not the latency."""
+        digest = hashlib.sha256(str(self.scores.shape).encode() + self.scores.tobytes()).hexdigest()
+        return {"scores_sha256": digest, "arm_names": list(self.rows)}
 
     def __call__(self, arm: int | str, examples: Sequence[int]) -> np.ndarray:
         if self.latency:
@@ -151,8 +128,20 @@ def read_jsonl(path: str | Path | None = None, bundled: str | None = None) -> li
             raise ValueError(f"no bundled examples {bundled!r}; bundled: {', '.join(available)}")
     else:
         path = bundled_examples()
+    if not path.is_file():
+        raise ValueError(f"no examples file {path}")
+    examples = []
     with open(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                examples.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not JSON ({error.msg}, column {error.colno})") from None
+    if not examples:
+        raise ValueError(f"{path} holds no examples (one JSON object per line)")
+    return examples
 
 
 def bundled_examples() -> Path:
@@ -219,25 +208,34 @@ def expected_chat_costs(
 
 
 class OpenAIChatScorer:
-    """``score_fn`` that asks an OpenAI-compatible ``/chat/completions`` endpoint.
+    """``score_fn`` that asks an OpenAI-compatible ``/chat/completions`` endpoint, with the official
+    ``openai`` client (``AsyncOpenAI``).
 
     An arm is a mapping with ``model``, an optional ``system`` prompt, and any
-    further request fields (``temperature``, ``max_tokens``, ...).  An example is a
-    mapping with ``prompt``, ``answer`` and optionally ``choices``; its score is
-    :func:`grade_first_word` of the reply (``grading="first_word"``) or
-    :func:`grade_answer` (``grading="answer"``).  A batch costs
-    ``sum(prompt_tokens * input + completion_tokens * output) / 1e6`` dollars from
-    each response's ``usage`` and the model's ``prices`` (dollars per 1M tokens).
-    Uses only the standard library.  Server errors, timeouts, 408 and 429 propagate,
-    so the driver retries them; other client errors (a bad key, an unknown model)
-    raise :class:`~gittinseval.live.driver.NonRetryableError` and stop the run.
+    further request fields (``temperature``, ``max_tokens``, ...), sent as they are.
+    An example is a mapping with ``prompt``, ``answer`` and optionally ``choices``;
+    its score is :func:`grade_first_word` of the reply (``grading="first_word"``) or
+    :func:`grade_answer` (``grading="answer"``).  The examples of a batch are asked
+    concurrently, one request each.  A batch costs ``sum(prompt_tokens * input +
+    completion_tokens * output) / 1e6`` dollars from each reply's ``usage`` and the
+    model's ``prices`` (dollars per 1M tokens).
+
+    Failures are classified here, and the client itself never retries
+    (``max_retries=0``): the driver retries a :class:`~gittinseval.live.TransientError`
+    (a connection error, a timeout, HTTP 429 or 5xx) and stops at once on a
+    :class:`~gittinseval.live.NonRetryableError` (an example without ``prompt`` or
+    ``answer``, any other 4xx, a reply that cannot be parsed, a reply without token
+    usage or with a negative token count).  Either carries the scores and the cost
+    of the examples of the batch that did succeed, so that only the others are asked
+    again; a call that may have been billed at an unreported cost (a timeout, a
+    reply without usage) is counted in ``uncosted``.
 
     Args:
         base_url: e.g. ``http://localhost:8000/v1``.
         prices: ``{model: {"input": ..., "output": ...}}``.
-        api_key_env: environment variable holding the API key (sent as a bearer
-            token if set).
-        timeout: seconds per HTTP request.
+        api_key_env: environment variable holding the API key; unset: the placeholder
+            key ``EMPTY`` is sent, as keyless local servers (vLLM, llama.cpp) expect.
+        timeout: seconds per request.
         grading: ``"first_word"`` or ``"answer"`` (see above).
     """
 
@@ -254,47 +252,100 @@ class OpenAIChatScorer:
         for model, price in prices.items():
             if set(price) != {"input", "output"} or min(price.values()) < 0:
                 raise ValueError(f"prices[{model!r}] must be {{input: >= 0, output: >= 0}} per 1M tokens, got {price}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.prices = {model: dict(price) for model, price in prices.items()}
+        self.base_url = base_url.rstrip("/")
+        self.prices = {model: {side: float(value) for side, value in price.items()} for model, price in prices.items()}
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.grading = grading
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
-    def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
+    TRANSPORT = ("base_url", "api_key_env", "timeout")
+    """Settings that reach the endpoint but make no score: a store resumes across a change of them."""
+
+    def identity(self) -> dict[str, Any]:
+        """Every constructor parameter that makes a score or a cost (grading, prices, ...): all but
+        :attr:`TRANSPORT`.  The model and request settings are the arms'."""
+        return {key: value for key, value in get_params(self).items() if key not in self.TRANSPORT}
+
+    def _client_of_this_loop(self) -> openai.AsyncOpenAI:
+        """One client (one connection pool) per event loop: a pool cannot outlive the loop it was opened in."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                api_key=os.environ.get(self.api_key_env) or "EMPTY",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connection pool of the running loop's client (the driver calls it when a run ends)."""
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = self._client_loop = None
+
+    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
         model = arm["model"]
         if model not in self.prices:
-            raise ValueError(f"no price for model {model!r}")
-        scores, cost = [], 0.0
-        for example in examples:
-            reply, usage = self.complete(arm, example["prompt"])
-            if self.grading == "answer":
-                scores.append(grade_answer(reply, example["answer"], example.get("choices")))
-            else:
-                scores.append(grade_first_word(reply, example["answer"]))
-            price = self.prices[model]
-            cost += (
-                usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]
-            ) / TOKENS_PER_MILLION
-        return np.array(scores), cost
+            raise NonRetryableError(f"no price for model {model!r}; add it under prices: {{model: {{input, output}}}}")
+        for position, example in enumerate(examples):
+            missing = [key for key in ("prompt", "answer") if key not in example]
+            if missing:
+                raise NonRetryableError(f"the example has no {missing[0]!r} field", example=position, cost=0.0)
+        client = self._client_of_this_loop()
+        outcomes = await asyncio.gather(*(self._score(client, arm, example) for example in examples))
+        failures = [(position, out) for position, out in enumerate(outcomes) if isinstance(out, ScoringError)]
+        cost = sum(outcome[1] for outcome in outcomes if not isinstance(outcome, ScoringError))
+        cost += sum(failure.cost for _, failure in failures)
+        if not failures:
+            return np.array([outcome[0] for outcome in outcomes]), cost
+        # The first deterministic failure, else the first: one stop, or one retry of the failed examples.
+        position, failure = next(((p, f) for p, f in failures if not is_transient(f)), failures[0])
+        scored = [None if isinstance(outcome, ScoringError) else outcome[0] for outcome in outcomes]
+        raise type(failure)(
+            str(failure), scores=scored, cost=cost, uncosted=sum(f.uncosted for _, f in failures), example=position
+        )
 
-    def complete(self, arm: Mapping[str, Any], prompt: str) -> tuple[str, dict[str, int]]:
-        """The reply text and token ``usage`` of one chat completion."""
-        fields = {key: value for key, value in arm.items() if key != "system"}
+    async def _score(
+        self, client: openai.AsyncOpenAI, arm: Mapping[str, Any], example: Mapping[str, Any]
+    ) -> tuple[float, float] | ScoringError:
+        """``(score, dollars)`` of one example, or the classified failure of its request."""
+        model = arm["model"]
         system = [{"role": "system", "content": arm["system"]}] if arm.get("system") else []
-        body = {**fields, "messages": [*system, {"role": "user", "content": prompt}]}
-        headers = {"Content-Type": "application/json"}
-        if key := os.environ.get(self.api_key_env):
-            headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        fields = {key: value for key, value in arm.items() if key not in ("model", "system")}
+        where = f"{self.base_url}/chat/completions for model {model!r}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = json.load(response)
-        except urllib.error.HTTPError as error:
-            if 400 <= error.code < 500 and error.code not in (408, 429):
-                message = f"{self.url} rejected the request for model {arm['model']!r}: {error}"
-                raise NonRetryableError(message) from error
-            raise
-        usage = payload.get("usage") or {}
-        if not {"prompt_tokens", "completion_tokens"} <= set(usage):
-            raise ValueError(f"{self.url} returned no token usage for model {arm['model']!r}; cannot account the cost")
-        return payload["choices"][0]["message"]["content"] or "", usage
+            response = await client.chat.completions.create(
+                model=model, messages=[*system, {"role": "user", "content": example["prompt"]}], extra_body=fields
+            )
+        except openai.APIConnectionError as error:
+            # Refused before anything was sent: free.  A timeout or a dropped reply may have been billed.
+            sent = type(error.__cause__).__name__ not in ("ConnectError", "ConnectTimeout")
+            return TransientError(f"{where}: {error} ({error.__cause__!r})", cost=0.0, uncosted=int(sent))
+        except openai.APIStatusError as error:
+            kind = TransientError if error.status_code == 429 or error.status_code >= 500 else NonRetryableError
+            return kind(f"{where}: HTTP {error.status_code}: {error.message}", cost=0.0)
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
+            return NonRetryableError(f"{where}: unparseable reply ({error})", cost=0.0, uncosted=1)
+        usage = response.usage
+        tokens = {"prompt_tokens": getattr(usage, "prompt_tokens", None),
+                  "completion_tokens": getattr(usage, "completion_tokens", None)}
+        for field, count in tokens.items():
+            if not isinstance(count, int) or count < 0:
+                problem = "no" if count is None else f"a negative or non-integer ({count!r})"
+                return NonRetryableError(f"{where}: the reply has {problem} usage.{field}", cost=0.0, uncosted=1)
+        if not response.choices or response.choices[0].message is None:
+            return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
+        price = self.prices[model]
+        prompt_tokens, completion_tokens = tokens["prompt_tokens"], tokens["completion_tokens"]
+        dollars = (prompt_tokens * price["input"] + completion_tokens * price["output"]) / TOKENS_PER_MILLION
+        reply = response.choices[0].message.content or ""
+        try:
+            if self.grading == "answer":
+                return grade_answer(reply, example["answer"], example.get("choices")), dollars
+            return grade_first_word(reply, example["answer"]), dollars
+        except ValueError as error:
+            return NonRetryableError(f"grading the reply: {error}", cost=dollars)

@@ -10,7 +10,9 @@ unit costs) as the step metric:
   other policies the posterior's view of the arm they chose);
 - ``in_flight``: requests issued and not yet told;
 - ``stop_signal``: 1 once the policy's stopping signal has fired;
-- ``n_requests``: told requests so far.
+- ``n_requests``: told requests so far;
+- ``charged_as_expected``: the part of ``spent`` charged at the expected cost
+  (scoring calls of unknown cost: lost in a crash, timed out, unreported usage).
 
 The W&B run id is kept in the store, so a resumed run continues the same W&B
 run.  Only the composed config and these figures are logged: never the
@@ -20,6 +22,7 @@ environment, API keys or request headers.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,7 @@ class LiveTracker:
         rec = evaluator.recommend()
         metrics = {
             "spent": evaluator.spent,
+            "charged_as_expected": evaluator.charged_as_expected,
             "in_flight": evaluator.n_outstanding,
             "stop_signal": int(evaluator.stop_signal),
             "n_requests": len(evaluator.trace()["step"]),
@@ -80,9 +84,12 @@ def start_tracking(
         evaluator.store.set_meta(RUN_ID_KEY, run_id)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # W&B advertises Weave on stderr whenever the openai client is imported; a live run traces no LLM calls there.
+    os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
     run = logger.start_run(directory, id=run_id, resume="allow", job_type="live", group=logger.group, config=config)
     run.define_metric("spent")
-    for metric in ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests"):
+    metrics = ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests")
+    for metric in (*metrics, "charged_as_expected"):
         run.define_metric(metric, step_metric="spent")
     log.info("%s W&B run %s in %s", "resuming" if resuming else "started", run_id, directory)
     return LiveTracker(run)

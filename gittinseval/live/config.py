@@ -1,0 +1,129 @@
+"""One object for the settings of a live run, validated once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from gittinseval.data import Benchmark
+from gittinseval.gittins import GittinsPolicy
+from gittinseval.priors import GaussianPrior
+from gittinseval.protocol import Policy, Request
+from gittinseval.validation import non_negative_float, non_negative_int, positive_float, positive_int
+
+__all__ = ["LiveConfig"]
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """Everything about a live run but the task: the policy and its prior, the money, the store and the driving.
+
+    Built once, from a composed ``gittinseval-live`` config (:meth:`from_hydra`) or
+    from Python arguments, and handed unchanged to :func:`~gittinseval.live.evaluate_async`
+    and :class:`~gittinseval.live.Evaluator`.  Every value is checked here, when the
+    object is built, and nowhere else.
+
+    Attributes:
+        budget_usd: the spend limit in dollars, counted over every session of the
+            store (with ``costs="unit"``, every example costs 1 and this counts
+            examples); ``None``: no limit, the run ends when the policy has nothing
+            more to ask.  Budget-planning policies (SySRs, PromptEval, UCB-E-LRF) plan
+            for it in their raw cost unit (:class:`~gittinseval.protocol.EvaluationProblem`'s
+            ``budget``), or for the exhaustive cost without one.
+        policy: a fresh live-capable policy (the evaluator resets it); default GittinsEval.
+        prior: the Gaussian prior of an arm's mean score (resolve a ``BenchmarkPrior`` first).
+        seed: the policy's randomness (example order, tie-breaking); part of the store.
+        store: the SQLite file of the run (created, or resumed), or ``None`` to keep
+            the run in memory.
+        fork: a new store for this run that reuses nothing of ``store`` (an existing
+            store made with other settings, which a resume refuses); its ``meta``
+            records ``forked_from``.  Once made, rerunning with the same ``fork``
+            resumes it.
+        concurrency: scoring calls in flight (one per arm; 1 for policies that are
+            not concurrent).
+        stop_at_signal: also stop when the policy's stopping signal fires.
+        max_retries: retries of a failing scoring call before the run stops.
+        retry_backoff: seconds before the first retry, doubling after each.
+        progress: show a progress bar.
+        logger: an object of the ``logger=`` group (``WandbLogger``, ``NullLogger``) or ``None``.
+        log_config: the config a W&B run records.
+        log_dir: where a W&B run is written (default: the store's folder, else the
+            current one).
+        on_tell: ``on_tell(request, scores, cost)`` after each tell.
+    """
+
+    budget_usd: float | None = None
+    policy: Policy = field(default_factory=GittinsPolicy)
+    prior: GaussianPrior = field(default_factory=GaussianPrior)
+    seed: int = 0
+    store: Path | None = None
+    fork: Path | None = None
+    concurrency: int = 1
+    stop_at_signal: bool = False
+    max_retries: int = 3
+    retry_backoff: float = 1.0
+    progress: bool = True
+    logger: Any = None
+    log_config: dict[str, Any] | None = None
+    log_dir: Path | None = None
+    on_tell: Callable[[Request, np.ndarray, float], None] | None = None
+
+    def __post_init__(self) -> None:
+        checked = {
+            "budget_usd": None if self.budget_usd is None else positive_float("budget_usd", self.budget_usd),
+            "seed": non_negative_int("seed", self.seed),
+            "store": None if self.store is None else Path(self.store),
+            "fork": None if self.fork is None else Path(self.fork),
+            "concurrency": positive_int("concurrency", self.concurrency),
+            "stop_at_signal": bool(self.stop_at_signal),
+            "max_retries": non_negative_int("max_retries", self.max_retries),
+            "retry_backoff": non_negative_float("retry_backoff", self.retry_backoff),
+            "progress": bool(self.progress),
+            "log_dir": None if self.log_dir is None else Path(self.log_dir),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+        if not isinstance(self.policy, Policy):
+            raise ValueError(f"policy must be a gittinseval.protocol.Policy, got {type(self.policy).__name__}")
+        if not isinstance(self.prior, GaussianPrior):
+            raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
+        if self.fork is not None and not self.fork.exists():
+            if self.store is None or not self.store.is_file():
+                raise ValueError(f"fork={self.fork} forks store={self.store}, which does not exist: drop fork=")
+            if self.fork.resolve() == self.store.resolve():
+                raise ValueError(f"fork={self.fork} is the store it forks: give the fork a path of its own")
+
+    @property
+    def run_store(self) -> Path | None:
+        """The store this run reads and writes: the fork if there is one, else ``store``."""
+        return self.store if self.fork is None else self.fork
+
+    @classmethod
+    def from_hydra(cls, cfg: DictConfig, benchmark: Benchmark | None, output_dir: str | Path) -> LiveConfig:
+        """The settings of a composed ``gittinseval-live`` config (``conf/live.yaml``).
+
+        ``benchmark``: the response matrix the task replays, if any (``prior=specific``
+        reads its prior); ``output_dir``: the run's folder, where a W&B run goes.
+        """
+        return cls(
+            budget_usd=cfg.budget_usd,
+            policy=instantiate(cfg.policy),
+            prior=instantiate(cfg.prior).resolve(benchmark),
+            seed=cfg.seed,
+            store=cfg.store,
+            fork=cfg.fork,
+            concurrency=cfg.concurrency,
+            stop_at_signal=cfg.stop_at_signal,
+            max_retries=cfg.max_retries,
+            retry_backoff=cfg.retry_backoff,
+            progress=cfg.progress,
+            logger=instantiate(cfg.logger),
+            log_config=OmegaConf.to_container(cfg, resolve=True),
+            log_dir=Path(output_dir),
+        )
