@@ -16,7 +16,7 @@ from gittinseval.priors import GaussianPrior
 from gittinseval.simulator import RunResult, simulate
 from gittinseval.store import RunRow, stored_run
 from gittinseval.threads import job_threads, torch_threads
-from gittinseval.validation import ConfigError, fraction_in_unit_interval, non_negative_int, positive_int
+from gittinseval.validation import ConfigError, non_negative_int, positive_int
 
 __all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials", "simulate_config"]
 
@@ -108,7 +108,6 @@ def simulate_config(cfg: DictConfig) -> RunResult:
     :func:`~gittinseval.threads.job_threads`), which the summary records.  Saves and
     logs nothing (:func:`run_experiment` does).
     """
-    budget = fraction_in_unit_interval("budget", cfg.budget)
     seed = non_negative_int("seed", cfg.seed)
     with torch_threads(job_threads(cfg.get("threads"))) as threads:
         benchmark = instantiate(cfg.benchmark)
@@ -121,7 +120,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             policy,
             cost_model(benchmark),
             prior,
-            budget_fraction=budget,
+            budget_fraction=cfg.budget,
             seed=seed,
             cost_mode=cost_model.name,
             prior_name=prior.name,

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Policy, Request
+from gittinseval.validation import fraction_in_unit_interval
 
 __all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "TRACE_FILE", "RunResult", "regret_at", "simulate"]
 
@@ -127,8 +128,8 @@ def simulate(
         cost_mode, prior_name: names recorded in the summary.
         progress: show a progress bar.
     """
-    if not (0 < budget_fraction <= 1):
-        raise ValueError(f"budget must be a fraction of the exhaustive cost in (0, 1], got {budget_fraction!r}")
+    # The one check of the budget fraction (the config key `budget` of gittinseval).
+    budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
     scores = benchmark.scores
     n_arms, n_examples = scores.shape
     problem = EvaluationProblem(

@@ -198,7 +198,7 @@ def test_a_request_cannot_name_one_example_twice(benchmark):
 
 @pytest.mark.parametrize("budget", [0.0, 1.5, -0.1])
 def test_budget_fraction_must_be_in_unit_interval(benchmark, budget):
-    with pytest.raises(ValueError, match="budget must be a fraction"):
+    with pytest.raises(ValueError, match=r"budget must be a number in \(0, 1\]"):
         run(benchmark, budget=budget)
 
 
