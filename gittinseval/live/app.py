@@ -64,7 +64,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         "stopped (%s); %s; %s; stop signal %s; store %s",
         result.stop_reason,
         result.ledger_line(),
-        result.failure if rec is None else f"recommended {rec.name} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
+        result.failure if rec is None else f"recommended {rec.label} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
         "fired" if result.stop_signal else "not fired",
         config.run_store,
     )
