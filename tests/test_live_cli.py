@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import readme_block
+from fake_chat import FakeChatServer
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
@@ -124,3 +125,40 @@ def test_the_readme_python_example_runs_and_resumes(tmp_path, monkeypatch, capsy
     exec(compile(example, "README.md", "exec"), {})  # the same store: resumed, the budget already spent
     assert capsys.readouterr().out.splitlines()[0] == first[0]
     assert (tmp_path / "outputs" / "live" / "ucbe_example.sqlite").is_file()
+
+
+def test_a_dry_run_prints_the_cost_and_makes_no_call(tmp_path):
+    """dry_run=true: the arms with their labels, the expected dollars and the budget's share; the fake
+    endpoint counts zero requests and no store is made."""
+    server = FakeChatServer({})
+    try:
+        command = [
+            sys.executable, "-m", "gittinseval.live_cli", "task=openai_chat", "logger=none", "dry_run=true",
+            f"task.score_fn.base_url={server.base_url}", "budget_usd=0.0005", "policy.batch_size=4",
+            f"store={tmp_path / 'chat.sqlite'}", f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+        run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert run.returncode == 0, run.stderr
+    assert server.received == 0 and not (tmp_path / "chat.sqlite").exists()
+    lines = run.stdout.splitlines()
+    assert lines[0] == "dry run of task 'openai_chat': no call is made"
+    assert lines[1] == "3 arms, 20 examples, batches of 4, budget $0.0005"
+    # 40 prompt and 4 completion tokens an example, at USD per 1M tokens; labels from the fields that differ.
+    dollars = {"gpt-4o-mini t=0": 40 * 0.15 + 4 * 0.60, "gpt-4o-mini t=1": 40 * 0.15 + 4 * 0.60,
+               "gpt-4o t=0": 40 * 2.50 + 4 * 10.00}
+    for label, micro in dollars.items():
+        row = next(line for line in lines if line.split()[1:-2] == label.split())
+        assert float(row.split()[-2]) == pytest.approx(micro / 1e6, rel=1e-3)
+    exhaustive = 20 * sum(dollars.values()) / 1e6
+    assert f"exhaustive cost (every arm on every example): ${exhaustive:.4g}" in lines
+    assert f"budget: $0.0005 = {100 * 0.0005 / exhaustive:.3g}% of the exhaustive cost" in lines
+    assert any(line.startswith("WARNING: the budget $0.0005 cannot cover one batch of every arm") for line in lines)
+
+
+def test_a_dry_run_of_unit_costs_is_refused_in_one_line(tmp_path):
+    command = [sys.executable, "-m", "gittinseval.live_cli", "logger=none", "dry_run=true", "cost=unit",
+               f"hydra.run.dir={tmp_path / 'run'}"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "cost=unit counts examples: use cost=aware" in run.stderr

@@ -30,13 +30,16 @@ def open_store(tmp_path, *overrides):
     Evaluator(task, LiveConfig.from_hydra(cfg, task.benchmark, tmp_path / "run")).close()
 
 
-CHAT = ["task=openai_chat", "+task.score_fn.grading=answer"]
+CHAT = ["task=openai_chat"]
 
 
 @pytest.mark.parametrize(
     ("override", "named"),
     [
-        ("task.score_fn.grading=first_word", "scorer.grading: store has 'answer', given 'first_word'"),
+        ("task.score_fn.grader.field=reference", "scorer.grader.field: store has 'answer', given 'reference'"),
+        ("task.score_fn.grader._target_=gittinseval.live.graders.ExactMatch",
+         "scorer.grader: store has 'gittinseval.live.graders.FirstWord', given 'gittinseval.live.graders.ExactMatch'"),
+        ("task.score_fn.prompt='Q: {prompt}'", "scorer.prompt: store has '{prompt}', given 'Q: {prompt}'"),
         ("task.score_fn.prices.gpt-4o.output=12", "scorer.prices.gpt-4o.output: store has 10.0, given 12.0"),
         ("task.arms.0.temperature=0.5", 'arm 0: store has \'{"max_tokens": 16, "model": "gpt-4o-mini", "temperature'),
         ("+task.arms.2.system=Be brief.", '"system": "Be brief."'),

@@ -1,9 +1,13 @@
 """Arm labels: short, unique, stable, user names kept, duplicates refused."""
 
 import itertools
+import json
 
+import numpy as np
 import pytest
 
+from gittinseval import GittinsPolicy
+from gittinseval.live import Evaluator, evaluate
 from gittinseval.live.labels import arm_labels
 
 SYSTEMS = ["Answer with one word.", "You are a helpful assistant.", "Think step by step."]
@@ -86,3 +90,33 @@ def test_duplicates_are_refused():
         arm_labels([{"model": "a", "name": ""}])
     with pytest.raises(ValueError, match="must be a string or a mapping"):
         arm_labels([3])
+
+
+def test_a_run_shows_labels_and_a_resume_shows_the_same_ones(tmp_path, capsys):
+    """Labels in the progress line, status table and summary; the store reopened (from_store, or a second
+    session of the same run) gives every arm the same label, and keys the arms by their full settings."""
+    arms = [
+        {"model": "m", "system": "Be brief.", "temperature": 0.0},
+        {"model": "m", "system": "Think.", "temperature": 0.0},
+        {"name": "mine", "model": "m", "temperature": 1.0},
+    ]
+    expected = ("t=0 sys1", "t=0 sys2", "mine")  # the model is shared; the third arm has no system prompt
+
+    def score_fn(arm, batch):
+        return np.full(len(batch), 1.0 if arm.get("system") == "Think." else 0.0)
+
+    store = tmp_path / "labels.sqlite"
+    run = dict(costs="unit", policy=GittinsPolicy(5), store=store, progress=True)
+    first = evaluate(arms, list(range(40)), score_fn, 30, **run)
+    assert first.summary()["recommended_label"] == "t=0 sys2"
+    assert "best t=0 sys2 M=" in capsys.readouterr().err
+    reopened = Evaluator.from_store(store)
+    try:
+        assert reopened.labels == expected
+        assert reopened.names == tuple(json.dumps(arm, sort_keys=True) for arm in arms)
+        table = reopened.status().format()
+        assert all(f"  {label} " in table for label in expected)
+    finally:
+        reopened.close()
+    second = evaluate(arms, list(range(40)), score_fn, 60, **run)
+    assert second.summary()["recommended_label"] == "t=0 sys2" and second.spent > first.spent

@@ -93,7 +93,8 @@ def test_a_negative_token_count_stops_the_run_naming_the_arm_the_example_and_the
     finally:
         server.close()
     assert result.stop_reason == "error" and server.received == 1
-    assert result.error_message.startswith(f"arm {int(result.error_where.split()[1])} ({{")
+    arm = int(result.error_where.split()[1])
+    assert result.error_message.startswith(f"arm {arm} ({['bad-model', 'good-model'][arm]}), example ")
     assert ", example " in result.error_where and "usage.prompt_tokens" in result.error_message
     # The call was billed at a cost the reply misreports: charged as expected.
     assert result.charged_as_expected == result.spent > 0

@@ -12,7 +12,8 @@ from hydra.utils import instantiate
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.live import local_server
 from gittinseval.live.app import run_live
-from gittinseval.live.scoring import grade_answer, read_jsonl
+from gittinseval.live.graders import ContainsAnswer
+from gittinseval.live.scoring import read_jsonl
 from gittinseval.live_cli import LIVE_CONFIG_NAME
 
 
@@ -36,13 +37,14 @@ def compose_live(*overrides):
         ("", "12", None, 0.0),
     ],
 )
-def test_grade_answer(reply, answer, choices, expected):
-    assert grade_answer(reply, answer, choices) == expected
+def test_contains_answer(reply, answer, choices, expected):
+    example = {"answer": answer} if choices is None else {"answer": answer, "choices": choices}
+    assert ContainsAnswer()(reply, example) == expected
 
 
-def test_grade_answer_rejects_an_answer_without_tokens():
+def test_contains_answer_rejects_an_answer_without_tokens():
     with pytest.raises(ValueError, match="no letters or digits"):
-        grade_answer("anything", "?!")
+        ContainsAnswer()("anything", {"answer": "?!"})
 
 
 def test_the_demo_task_has_twelve_arms_two_hundred_questions_and_costs_by_max_tokens():

@@ -24,7 +24,8 @@ from gittinseval.live import (
     evaluate,
     matrix_task,
 )
-from gittinseval.live.scoring import expected_chat_costs, grade_first_word, read_jsonl
+from gittinseval.live.graders import ContainsAnswer, LastNumber
+from gittinseval.live.scoring import expected_chat_costs, read_jsonl
 
 
 @pytest.fixture
@@ -110,13 +111,13 @@ def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
 
 def test_bad_examples_and_unpriced_models_are_refused_before_any_call(server, examples):
     scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
-    with pytest.raises(NonRetryableError, match="no 'answer' field") as info:
+    with pytest.raises(NonRetryableError, match="needs field 'answer', missing from example") as info:
         asyncio.run(scorer(ARMS[1], [examples[0], {"prompt": "2 + 2?"}]))
     assert info.value.example == 1 and info.value.cost == 0
     with pytest.raises(NonRetryableError, match="no price for model 'other'"):
         asyncio.run(scorer({"model": "other"}, examples[:1]))
     assert server.received == 0
-    with pytest.raises(ValueError, match="per 1M tokens"):
+    with pytest.raises(ValueError, match="model 'm': missing output"):
         OpenAIChatScorer(server.base_url, {"m": {"input": 1.0}})
 
 
@@ -151,13 +152,13 @@ def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples
     assert server.received == 1 and result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
 
 
-@pytest.mark.parametrize(("grading", "warned"), [("first_word", True), ("answer", False)])
-def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, capsys, caplog, grading, warned):
+@pytest.mark.parametrize(("grader", "warned"), [(None, True), (ContainsAnswer(), False), (LastNumber(), False)])
+def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, capsys, caplog, grader, warned):
     """Replies like "The answer is 12." under first-word grading: every score is 0, and the run says so."""
     server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, reply="The answer is {answer}.")
     try:
         result = evaluate(
-            ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5, grading=grading), budget_usd=1.0,
+            ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader), budget_usd=1.0,
             costs=[1e-5, 1e-5], policy=GittinsPolicy(4), progress=True,
         )
     finally:
@@ -187,12 +188,8 @@ def test_an_arm_whose_every_score_is_1_is_named():
 def test_expected_chat_costs_and_grading():
     costs = expected_chat_costs(ARMS, PRICES, prompt_tokens=100, completion_tokens=10)
     assert costs == pytest.approx([(100 * 0.5 + 10 * 1.0) / 1e6, (100 * 2.0 + 10 * 8.0) / 1e6])
-    with pytest.raises(ValueError, match="no prices for models \\['x'\\]"):
+    with pytest.raises(ValueError, match="no price for model 'x'"):
         expected_chat_costs([{"model": "x"}], PRICES)
-    assert grade_first_word(" 42. The answer", "42") == 1.0
-    assert grade_first_word("420", "42") == 0.0
-    assert grade_first_word("", "42") == 0.0
-    assert grade_first_word("**B**", "b") == 1.0
 
 
 def test_matrix_scorer_reads_rows_by_index_or_name_and_sleeps():
@@ -241,3 +238,41 @@ def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
     assert summary["stop_reason"] == "exhausted" and summary["n_cells"] == 3 * len(examples)
     assert json.loads(summary["recommended_name"])["model"] == "gpt-4o"
     assert summary["spent"] == pytest.approx(fake.cost_of_calls())
+
+
+def test_the_prompt_template_fills_fields_and_the_grader_scores_the_reply(examples):
+    """A template with {field} placeholders, a per-arm system prompt and a named label never sent; LastNumber
+    grades "The answer is 12." as 12."""
+    template = "Question: {prompt}\nEnd with the number."
+    rendered = {template.format(prompt=e["prompt"]): e["answer"] for e in examples}
+    server = FakeChatServer(rendered, reply="The answer is {answer}.")
+    arm = {"name": "calc", "model": "good-model", "system": "You are a calculator.", "temperature": 0.0}
+    try:
+        scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=LastNumber(), prompt=template)
+        scores, _ = asyncio.run(scorer(arm, examples[:4]))
+        np.testing.assert_array_equal(scores, [1.0] * 4)
+        body = server.calls[0][0]
+        assert "name" not in body and body["messages"][0] == {"role": "system", "content": "You are a calculator."}
+        assert {call[0]["messages"][1]["content"] for call in server.calls} == set(list(rendered)[:4])
+        with pytest.raises(NonRetryableError, match="needs field 'question', missing from example"):
+            asyncio.run(OpenAIChatScorer(server.base_url, PRICES, prompt="{question}")(arm, examples[:1]))
+        assert server.received == 4  # the example without the field was never sent
+    finally:
+        server.close()
+
+
+def test_the_scorer_identity_names_prices_grader_and_template(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("openai/good-model: {input: 2.0, output: 8.0}\n")
+    scorer = OpenAIChatScorer("http://127.0.0.1:9/v1", str(prices), grader=LastNumber(tolerance=0.5), prompt="{q}")
+    assert scorer.identity() == {
+        "prices": {"openai/good-model": {"input": 2.0, "output": 8.0}},
+        "grader": {"_target_": "gittinseval.live.graders.LastNumber", "field": "answer", "tolerance": 0.5,
+                   "relative": 0.0},
+        "prompt": "{q}",
+    }
+    assert scorer.prices.price("good-model").output == 8.0
+    bundled = OpenAIChatScorer("http://127.0.0.1:9/v1").identity()
+    assert bundled["grader"] == {"_target_": "gittinseval.live.graders.FirstWord", "field": "answer",
+                                 "ignore_case": True}
+    assert "openai/gpt-4o-mini" in bundled["prices"]

@@ -13,11 +13,31 @@ from omegaconf import DictConfig
 
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import LiveResult, evaluate_async
-from gittinseval.live.task import LiveTask
+from gittinseval.live.dry_run import dry_run_report
+from gittinseval.live.task import UNIT, LiveTask
+from gittinseval.protocol import FALLBACK_BATCH_SIZE
 
-__all__ = ["run_live"]
+__all__ = ["dry_run", "run_live"]
 
 log = logging.getLogger(__name__)
+
+
+def _build_task(cfg: DictConfig) -> LiveTask:
+    """``cfg.task`` with the costs of ``cfg.cost``."""
+    task = instantiate(cfg.task)
+    if not isinstance(task, LiveTask):
+        raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
+    return replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
+
+
+def dry_run(cfg: DictConfig) -> str:
+    """``dry_run=true``: the arms with their labels, the expected dollars, the exhaustive cost and what the
+    budget buys (:func:`~gittinseval.live.dry_run.dry_run_report`), without any call, store or log."""
+    task = _build_task(cfg)
+    if isinstance(task.costs, str) and task.costs == UNIT:
+        raise ValueError("dry_run=true estimates dollars, and cost=unit counts examples: use cost=aware")
+    batch_size = getattr(instantiate(cfg.policy), "batch_size", None) or FALLBACK_BATCH_SIZE
+    return dry_run_report(task, cfg.budget_usd, batch_size)
 
 
 def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
@@ -28,10 +48,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     ``status.txt`` (the top arms) to ``output_dir``; a W&B logger writes its
     run there too.
     """
-    task = instantiate(cfg.task)
-    if not isinstance(task, LiveTask):
-        raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
-    task = replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
+    task = _build_task(cfg)
     output_dir = Path(output_dir)
     config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -47,7 +64,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         "stopped (%s); %s; %s; stop signal %s; store %s",
         result.stop_reason,
         result.ledger_line(),
-        result.failure if rec is None else f"recommended {rec.name} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
+        result.failure if rec is None else f"recommended {rec.label} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
         "fired" if result.stop_signal else "not fired",
         config.run_store,
     )

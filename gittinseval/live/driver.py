@@ -98,6 +98,7 @@ class LiveResult:
         return {
             "recommended": None if rec is None else rec.arm,
             "recommended_name": None if rec is None else rec.name,
+            "recommended_label": None if rec is None else rec.label,
             "recommended_mean": None if rec is None else rec.mean,
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
@@ -281,7 +282,7 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
             else:
                 log.warning(
                     "arm %d (%s) scored %d on each of its %d examples so far: check the grading against the replies",
-                    arm, evaluator.names[arm][:60], value, evaluator.posterior.n_seen[arm],
+                    arm, evaluator.labels[arm], value, evaluator.posterior.n_seen[arm],
                 )
         return evaluator.score_warnings() if flagged else []
 
@@ -296,7 +297,7 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
         bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)
         rec = evaluator.recommend()
         bar.set_postfix_str(
-            f"best {rec.name[:32]} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}"
+            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}"
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
@@ -357,8 +358,7 @@ def _where(evaluator: Evaluator, attempt: Attempt, failure: BaseException) -> st
         examples = f"example {int(attempt.examples[position])}"
     else:
         examples = f"examples {attempt.examples[:8].tolist()}" + (" ..." if attempt.examples.size > 8 else "")
-    name = evaluator.names[arm]
-    return f"arm {arm} ({name[:60]}{'...' if len(name) > 60 else ''}), {examples}"
+    return f"arm {arm} ({evaluator.labels[arm]}), {examples}"
 
 
 class _ScoreCall:

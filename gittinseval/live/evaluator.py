@@ -74,6 +74,8 @@ class Recommendation:
     mean: float
     variance: float
     lcb: float
+    label: str = ""
+    """The arm's short label (:func:`~gittinseval.live.labels.arm_labels`); ``name`` is its store key."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ class ArmStatus:
     ``n_seen`` told examples, ``outstanding`` whether a request is in flight,
     ``sample_mean`` the mean of the told scores (NaN before any), ``mean`` and
     ``variance`` the posterior ``M`` and ``V`` of the full-benchmark mean and
-    ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`).
+    ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`); ``names`` are the
+    arms' labels.
     """
 
     names: tuple[str, ...]
@@ -179,6 +182,7 @@ class Evaluator:
     def _start(self, task: TaskDefinition, config: LiveConfig) -> None:
         self.task = task
         self.names = task.names
+        self.labels = task.labels
         self.n_examples = task.n_examples
         self.costs = task.costs
         self.cost_unit = task.cost_unit
@@ -655,7 +659,8 @@ class Evaluator:
             return None
         arm = int(self.policy.recommend())
         mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
-        return Recommendation(arm, self.names[arm], mean, variance, mean - self.kappa * math.sqrt(variance))
+        lcb = mean - self.kappa * math.sqrt(variance)
+        return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
 
     def status(self) -> ArmStatus:
         post = self.posterior
@@ -664,7 +669,7 @@ class Evaluator:
         with np.errstate(invalid="ignore", divide="ignore"):
             sample_mean = np.where(post.n_seen > 0, post.score_sum / post.n_seen, np.nan)
         return ArmStatus(
-            self.names,
+            self.labels,
             post.n_seen.copy(),
             outstanding,
             sample_mean,

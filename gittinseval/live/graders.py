@@ -31,6 +31,7 @@ from gittinseval.validation import non_negative_float, positive_int
 __all__ = [
     "CallableGrader",
     "ChoiceLetter",
+    "ContainsAnswer",
     "ExactMatch",
     "FirstWord",
     "GraderFn",
@@ -53,6 +54,7 @@ _NUMBER = re.compile(
     r"(?P<body>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
 )
 _PUNCTUATION = ".,:;!?()[]{}\"'*`"
+_TOKEN = re.compile(r"[^\W_]+")
 
 
 def last_number(text: str) -> float | None:
@@ -132,6 +134,7 @@ class RegexCapture(ExactMatch):
 
     def __init__(self, pattern: str, group: int | str = 1, field: str = "answer", ignore_case: bool = True) -> None:
         super().__init__(field, ignore_case)
+        self.pattern = pattern
         try:
             self.regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as error:
@@ -156,6 +159,42 @@ class RegexCapture(ExactMatch):
 
     def __repr__(self) -> str:
         return f"RegexCapture({self.regex.pattern!r}, group={self.group!r}, field={self.field!r})"
+
+
+class ContainsAnswer:
+    """1 if the reference answer appears in the reply as a run of whole tokens (case-insensitive).
+
+    Tokens are runs of letters and digits, so ``12`` does not match ``120`` and
+    "The capital of Italy is Rome." matches ``rome``; an answer of several tokens
+    must appear as that run.  With ``choices_field`` and an example that has it
+    (e.g. ``["yes", "no"]``): 1 if the first token of the reply that is one of the
+    choices is the answer ("No, ... Yes it is." grades as ``no``).
+
+    Args:
+        field: the example's field holding the answer.
+        choices_field: the example's field listing the choices, where it has one.
+    """
+
+    def __init__(self, field: str = "answer", choices_field: str = "choices") -> None:
+        self.field = field
+        self.choices_field = choices_field
+
+    def __call__(self, reply: str, example: Mapping[str, Any]) -> float:
+        answer = example_field(example, self.field, repr(self))
+        tokens = _TOKEN.findall(reply.casefold())
+        wanted = _TOKEN.findall(str(answer).casefold())
+        if not wanted:
+            raise ValueError(f"{self!r}: answer {answer!r} has no letters or digits to match")
+        choices = example.get(self.choices_field)
+        if choices is not None:
+            options = {str(choice).casefold() for choice in choices}
+            first = next((token for token in tokens if token in options), None)
+            return float(first is not None and [first] == wanted)
+        width = len(wanted)
+        return float(any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)))
+
+    def __repr__(self) -> str:
+        return f"ContainsAnswer(field={self.field!r}, choices_field={self.choices_field!r})"
 
 
 class LastNumber:
@@ -263,7 +302,12 @@ class CallableGrader:
         if not callable(function):
             raise ValueError(f"CallableGrader: {path!r} is {type(function).__name__}, not a function")
         self.path = path
+        self.kwargs = kwargs
         self.function = functools.partial(function, **kwargs) if kwargs else function
+
+    def identity(self) -> dict[str, Any]:
+        """What a store records of this grader: the function's path and its keyword arguments."""
+        return {"path": self.path, "kwargs": dict(self.kwargs)}
 
     def __call__(self, reply: str, example: Mapping[str, Any]) -> float:
         return grade(self.function, reply, example, name=self.path)

@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +16,10 @@ import openai
 
 from gittinseval.data import Benchmark
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
-from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask
-from gittinseval.params import get_params
+from gittinseval.live.graders import FirstWord, GraderFn, grade
+from gittinseval.live.prices import ModelPrice, Prices, load_prices
+from gittinseval.live.prompts import PromptTemplate, chat_messages, example_field
+from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask, scorer_identity
 
 __all__ = [
     "MatrixScorer",
@@ -26,7 +27,6 @@ __all__ = [
     "bundled_examples",
     "chat_task",
     "expected_chat_costs",
-    "grade_first_word",
     "matrix_task",
     "read_jsonl",
 ]
@@ -144,129 +144,111 @@ def read_jsonl(path: str | Path | None = None, bundled: str | None = None) -> li
     return examples
 
 
+def bundled_prices() -> Path:
+    """Example prices (USD per 1M tokens) of OpenAI's models and inspect_ai's mock model, in inspect_ai's
+    model cost config shape."""
+    return Path(__file__).resolve().parent / "examples" / "prices.yaml"
+
+
 def bundled_examples() -> Path:
     """Twenty short arithmetic questions with one-word answers, for the chat example."""
     return Path(__file__).resolve().parent / "examples" / "arithmetic.jsonl"
 
 
-def grade_first_word(reply: str, answer: str) -> float:
-    """1.0 if the reply's first word, stripped of punctuation, equals the answer (case-insensitive)."""
-    words = reply.split()
-    if not words:
-        return 0.0
-    return float(words[0].strip(".,:;!?()[]\"'*").casefold() == str(answer).strip().casefold())
-
-
-def grade_answer(reply: str, answer: str, choices: Sequence[str] | None = None) -> float:
-    """Exact-match grading of a free-form reply, token by token (case-insensitive).
-
-    With ``choices`` (e.g. ``["yes", "no"]``): 1.0 if the first token of the reply
-    that is one of the choices is the answer.  Without: 1.0 if the answer is one of
-    the reply's tokens ("The capital of Italy is Rome." for ``rome``).  Tokens are
-    runs of letters and digits, so ``12`` does not match ``120``; an answer of
-    several tokens must appear as that run of tokens.
-    """
-    tokens = re.findall(r"[a-z0-9]+", reply.casefold())
-    wanted = re.findall(r"[a-z0-9]+", str(answer).casefold())
-    if not wanted:
-        raise ValueError(f"answer {answer!r} has no letters or digits to match")
-    if choices is not None:
-        options = {str(choice).casefold() for choice in choices}
-        first = next((token for token in tokens if token in options), None)
-        return float(first is not None and [first] == wanted)
-    width = len(wanted)
-    return float(any(tokens[i : i + width] == wanted for i in range(len(tokens) - width + 1)))
-
-
-GRADERS = ("first_word", "answer")
-
-
 def expected_chat_costs(
     arms: Sequence[Mapping[str, Any]],
-    prices: Mapping[str, Mapping[str, float]],
+    prices: Prices | str | Path | Mapping[str, Mapping[str, Any]],
     prompt_tokens: float = 100.0,
     completion_tokens: float | None = 20.0,
 ) -> list[float]:
-    """Expected dollars per example of each chat arm from its model's prices per 1M tokens.
+    """Expected dollars per example of each chat arm from its model's prices per 1M tokens
+    (:func:`~gittinseval.live.prices.load_prices`: a file or a mapping).
 
     ``completion_tokens=None`` takes each arm's ``max_tokens`` (an upper bound), so
     arms that may answer at length are expected to cost more.
     """
-    missing = sorted({arm["model"] for arm in arms} - set(prices))
-    if missing:
-        raise ValueError(f"no prices for models {missing}; add them under prices: {{model: {{input, output}}}}")
+    prices = load_prices(prices)
     if completion_tokens is None and any("max_tokens" not in arm for arm in arms):
         raise ValueError("completion_tokens: null takes each arm's max_tokens, and some arm has none")
     return [
-        (
-            prompt_tokens * prices[arm["model"]]["input"]
-            + (arm["max_tokens"] if completion_tokens is None else completion_tokens) * prices[arm["model"]]["output"]
-        )
-        / TOKENS_PER_MILLION
+        prices.price(arm["model"]).dollars(prompt_tokens, arm["max_tokens"] if completion_tokens is None
+                                           else completion_tokens)
         for arm in arms
     ]
+
+
+REQUEST_KEYS = ("model", "system", "name")
+"""Arm fields that are not sent as request settings: the model, the system prompt and the arm's label."""
 
 
 class OpenAIChatScorer:
     """``score_fn`` that asks an OpenAI-compatible ``/chat/completions`` endpoint, with the official
     ``openai`` client (``AsyncOpenAI``).
 
-    An arm is a mapping with ``model``, an optional ``system`` prompt, and any
-    further request fields (``temperature``, ``max_tokens``, ...), sent as they are.
-    An example is a mapping with ``prompt``, ``answer`` and optionally ``choices``;
-    its score is :func:`grade_first_word` of the reply (``grading="first_word"``) or
-    :func:`grade_answer` (``grading="answer"``).  The examples of a batch are asked
-    concurrently, one request each.  A batch costs ``sum(prompt_tokens * input +
-    completion_tokens * output) / 1e6`` dollars from each reply's ``usage`` and the
-    model's ``prices`` (dollars per 1M tokens).
+    An arm is a mapping with ``model``, an optional ``system`` prompt, an optional
+    ``name`` (its label, never sent), and any further request fields
+    (``temperature``, ``max_tokens``, ...), sent as they are.  An example is a
+    mapping of fields; its user message is ``prompt`` rendered with them
+    (:class:`~gittinseval.live.prompts.PromptTemplate`), and its score is
+    ``grader(reply, example)`` (:mod:`gittinseval.live.graders`), checked to lie in
+    [0, 1].  The examples of a batch are asked concurrently, one request each.  A
+    batch costs ``sum(prompt_tokens * input + completion_tokens * output) / 1e6``
+    dollars from each reply's ``usage`` and the model's ``prices`` (dollars per 1M
+    tokens).
 
     Failures are classified here, and the client itself never retries
     (``max_retries=0``): the driver retries a :class:`~gittinseval.live.TransientError`
     (a connection error, a timeout, HTTP 429 or 5xx) and stops at once on a
-    :class:`~gittinseval.live.NonRetryableError` (an example without ``prompt`` or
-    ``answer``, any other 4xx, a reply that cannot be parsed, a reply without token
-    usage or with a negative token count).  Either carries the scores and the cost
-    of the examples of the batch that did succeed, so that only the others are asked
-    again; a call that may have been billed at an unreported cost (a timeout, a
-    reply without usage) is counted in ``uncosted``.
+    :class:`~gittinseval.live.NonRetryableError` (an example without a field the
+    prompt or the grader needs, any other 4xx, a reply that cannot be parsed, a reply
+    without token usage or with a negative token count, a grader that returns
+    anything but a number in [0, 1]).  Either carries the scores and the cost of the
+    examples of the batch that did succeed, so that only the others are asked again;
+    a call that may have been billed at an unreported cost (a timeout, a reply
+    without usage) is counted in ``uncosted``.
 
     Args:
         base_url: e.g. ``http://localhost:8000/v1``.
-        prices: ``{model: {"input": ..., "output": ...}}``.
+        prices: a prices file (YAML or JSON, inspect_ai's model cost config shape) or
+            ``{model: {"input": ..., "output": ...}}`` (:func:`~gittinseval.live.prices.load_prices`);
+            ``None``: the bundled ``gittinseval/live/examples/prices.yaml``.
         api_key_env: environment variable holding the API key; unset: the placeholder
             key ``EMPTY`` is sent, as keyless local servers (vLLM, llama.cpp) expect.
         timeout: seconds per request.
-        grading: ``"first_word"`` or ``"answer"`` (see above).
+        grader: ``grader(reply, example) -> [0, 1]``; ``None``: :class:`~gittinseval.live.graders.FirstWord`
+            on the example's ``answer``.
+        prompt: the user message, with ``{field}`` placeholders filled from the example.
     """
 
     def __init__(
         self,
         base_url: str,
-        prices: Mapping[str, Mapping[str, float]],
+        prices: Prices | str | Path | Mapping[str, Mapping[str, Any]] | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
-        grading: str = "first_word",
+        grader: GraderFn | None = None,
+        prompt: str = "{prompt}",
     ) -> None:
-        if grading not in GRADERS:
-            raise ValueError(f"grading must be one of {', '.join(GRADERS)}, got {grading!r}")
-        for model, price in prices.items():
-            if set(price) != {"input", "output"} or min(price.values()) < 0:
-                raise ValueError(f"prices[{model!r}] must be {{input: >= 0, output: >= 0}} per 1M tokens, got {price}")
         self.base_url = base_url.rstrip("/")
-        self.prices = {model: {side: float(value) for side, value in price.items()} for model, price in prices.items()}
+        self.prices = load_prices(bundled_prices() if prices is None else prices)
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
-        self.grading = grading
+        self.grader = FirstWord() if grader is None else grader
+        if not callable(self.grader):
+            raise ValueError(f"grader must be callable as grader(reply, example), got {self.grader!r}")
+        self.template = PromptTemplate(prompt)
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
-    TRANSPORT = ("base_url", "api_key_env", "timeout")
-    """Settings that reach the endpoint but make no score: a store resumes across a change of them."""
-
     def identity(self) -> dict[str, Any]:
-        """Every constructor parameter that makes a score or a cost (grading, prices, ...): all but
-        :attr:`TRANSPORT`.  The model and request settings are the arms'."""
-        return {key: value for key, value in get_params(self).items() if key not in self.TRANSPORT}
+        """What makes a score or a cost: the prices, the grader (its ``_target_`` and settings) and
+        the prompt template.  Not the endpoint (``base_url``, ``api_key_env``, ``timeout``): a store
+        resumes across a change of them.  The model, system prompt and request settings are the arms'."""
+        return {
+            "prices": self.prices.as_dict(),
+            "grader": scorer_identity(self.grader),
+            "prompt": self.template.template,
+        }
 
     def _client_of_this_loop(self) -> openai.AsyncOpenAI:
         """One client (one connection pool) per event loop: a pool cannot outlive the loop it was opened in."""
@@ -288,15 +270,24 @@ class OpenAIChatScorer:
         self._client = self._client_loop = None
 
     async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
-        model = arm["model"]
-        if model not in self.prices:
-            raise NonRetryableError(f"no price for model {model!r}; add it under prices: {{model: {{input, output}}}}")
+        try:
+            price = self.prices.price(arm["model"])
+        except ValueError as error:
+            raise NonRetryableError(str(error)) from None
+        # An example the prompt or the grader cannot read is refused before its call is paid for.
+        answer_field = getattr(self.grader, "field", None)
+        messages = []
         for position, example in enumerate(examples):
-            missing = [key for key in ("prompt", "answer") if key not in example]
-            if missing:
-                raise NonRetryableError(f"the example has no {missing[0]!r} field", example=position, cost=0.0)
+            try:
+                messages.append(chat_messages(self.template, example, arm.get("system")))
+                if answer_field is not None:
+                    example_field(example, answer_field, f"grader {self.grader!r}")
+            except (TypeError, ValueError) as error:
+                raise NonRetryableError(str(error), example=position, cost=0.0) from None
         client = self._client_of_this_loop()
-        outcomes = await asyncio.gather(*(self._score(client, arm, example) for example in examples))
+        outcomes = await asyncio.gather(
+            *(self._score(client, arm, price, chat, example) for chat, example in zip(messages, examples, strict=True))
+        )
         failures = [(position, out) for position, out in enumerate(outcomes) if isinstance(out, ScoringError)]
         cost = sum(outcome[1] for outcome in outcomes if not isinstance(outcome, ScoringError))
         cost += sum(failure.cost for _, failure in failures)
@@ -310,17 +301,19 @@ class OpenAIChatScorer:
         )
 
     async def _score(
-        self, client: openai.AsyncOpenAI, arm: Mapping[str, Any], example: Mapping[str, Any]
+        self,
+        client: openai.AsyncOpenAI,
+        arm: Mapping[str, Any],
+        price: ModelPrice,
+        messages: list[dict[str, str]],
+        example: Mapping[str, Any],
     ) -> tuple[float, float] | ScoringError:
         """``(score, dollars)`` of one example, or the classified failure of its request."""
         model = arm["model"]
-        system = [{"role": "system", "content": arm["system"]}] if arm.get("system") else []
-        fields = {key: value for key, value in arm.items() if key not in ("model", "system")}
+        fields = {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
         where = f"{self.base_url}/chat/completions for model {model!r}"
         try:
-            response = await client.chat.completions.create(
-                model=model, messages=[*system, {"role": "user", "content": example["prompt"]}], extra_body=fields
-            )
+            response = await client.chat.completions.create(model=model, messages=messages, extra_body=fields)
         except openai.APIConnectionError as error:
             # Refused before anything was sent: free.  A timeout or a dropped reply may have been billed.
             sent = type(error.__cause__).__name__ not in ("ConnectError", "ConnectTimeout")
@@ -339,13 +332,9 @@ class OpenAIChatScorer:
                 return NonRetryableError(f"{where}: the reply has {problem} usage.{field}", cost=0.0, uncosted=1)
         if not response.choices or response.choices[0].message is None:
             return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
-        price = self.prices[model]
-        prompt_tokens, completion_tokens = tokens["prompt_tokens"], tokens["completion_tokens"]
-        dollars = (prompt_tokens * price["input"] + completion_tokens * price["output"]) / TOKENS_PER_MILLION
+        dollars = price.dollars(tokens["prompt_tokens"], tokens["completion_tokens"])
         reply = response.choices[0].message.content or ""
         try:
-            if self.grading == "answer":
-                return grade_answer(reply, example["answer"], example.get("choices")), dollars
-            return grade_first_word(reply, example["answer"]), dollars
+            return grade(self.grader, reply, example), dollars
         except ValueError as error:
             return NonRetryableError(f"grading the reply: {error}", cost=dollars)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from gittinseval.data import Benchmark, validate_prices
+from gittinseval.live.labels import arm_labels
 from gittinseval.params import get_params, target_of
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "LiveTask",
     "TaskDefinition",
     "arm_name",
+    "arm_labels_of_names",
     "dataset_digest",
     "scorer_identity",
 ]
@@ -32,6 +34,19 @@ UNIT = "unit"
 def arm_name(arm: Any) -> str:
     """Stable name of an arm: a string as is, anything else as sorted-key JSON."""
     return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
+
+
+def arm_labels_of_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The arms' labels (:func:`~gittinseval.live.labels.arm_labels`) from their names (:func:`arm_name`), as a
+    store keeps them: a mapping arm is read back from its JSON, so a resumed run shows the same labels."""
+    arms = []
+    for name in names:
+        try:
+            arm = json.loads(name) if name.startswith("{") else name
+        except json.JSONDecodeError:
+            arm = name
+        arms.append(arm if isinstance(arm, str | dict) else name)
+    return tuple(arm_labels(arms))
 
 
 def scorer_identity(score_fn: Callable[..., Any] | None) -> dict[str, Any] | None:
@@ -97,7 +112,7 @@ class TaskDefinition:
     """What the evaluator and its store know of a task: no scoring function, no examples, only what defines them.
 
     Attributes:
-        names: the ``K`` arm names (:func:`arm_name`), distinct.
+        names: the ``K`` arm names (:func:`arm_name`), distinct: what the store keys the arms by.
         n_examples: ``N``.
         costs: ``[K]`` expected cost per example in the run's money: dollars, or ones
             under unit costs; ``None`` when every call reports its own cost.
@@ -106,6 +121,8 @@ class TaskDefinition:
         binary: whether every score is 0 or 1.
         dataset: :func:`dataset_digest` of the examples.
         scorer: :func:`scorer_identity` of the scoring function (``None`` without one).
+        labels: the ``K`` short labels shown in the progress line, logs, ``status.txt``,
+            ``summary.json`` and W&B (:func:`arm_labels_of_names`; ``None``: the names).
     """
 
     names: tuple[str, ...]
@@ -116,6 +133,11 @@ class TaskDefinition:
     binary: bool
     dataset: str
     scorer: dict[str, Any] | None = None
+    labels: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.labels is None:
+            object.__setattr__(self, "labels", arm_labels_of_names(self.names))
 
     @classmethod
     def of(cls, task: LiveTask) -> TaskDefinition:

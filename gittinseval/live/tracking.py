@@ -56,6 +56,7 @@ class LiveTracker:
         }
         if rec is not None:
             metrics.update(recommended=rec.arm, recommended_mean=rec.mean, recommended_lcb=rec.lcb)
+            self.run.summary["recommended_label"] = rec.label
         self.run.log(metrics)
 
     def finish(self, summary: dict[str, Any]) -> None:
