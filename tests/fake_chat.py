@@ -1,9 +1,11 @@
 """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 for the live tests, with its own bill."""
 
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 PRICES = {"good-model": {"input": 2.0, "output": 8.0}, "bad-model": {"input": 0.5, "output": 1.0}}
 COMPLETION_TOKENS = 3
@@ -25,7 +27,8 @@ class FakeChatServer:
     """
 
     def __init__(
-        self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}."
+        self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}.",
+        port=0,
     ):
         self.answers = answers
         self.reply = reply
@@ -91,7 +94,7 @@ class FakeChatServer:
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # a batch's calls connect at once; the default backlog of 5 resets some
 
-        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd = Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -109,3 +112,33 @@ class FakeChatServer:
         self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def main():
+    """Serve a fake endpoint for a .jsonl of examples until interrupted (the README's own-task example):
+    ``--good-model`` replies ``--reply`` with each example's answer, any other model "0"."""
+    import argparse
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from gittinseval.live.prompts import PromptTemplate
+    from gittinseval.live.scoring import read_jsonl
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--examples", required=True, help="the .jsonl of examples")
+    parser.add_argument("--prompt", default="{prompt}", help="the task's prompt template")
+    parser.add_argument("--good-model", required=True)
+    parser.add_argument("--reply", default="The answer is {answer}.")
+    parser.add_argument("--port", type=int, default=8791)
+    args = parser.parse_args()
+    template = PromptTemplate(args.prompt)
+    answers = {template.render(example): example["answer"] for example in read_jsonl(args.examples)}
+    server = FakeChatServer(answers, good_model=args.good_model, reply=args.reply, port=args.port)
+    print(f"fake chat endpoint at {server.base_url}", flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()

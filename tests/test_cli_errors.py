@@ -134,7 +134,7 @@ def rejecting_server():
         ("matrix without a path", 2, "Missing mandatory value: benchmark.path (give it on the command line: "
                                      "benchmark.path=...)"),
         ("live unknown key", 2, "Could not override 'budgett'"),
-        ("live unknown option", 2, "Could not find 'task/nope'; available options in 'task': llm_demo, mmlu,"),
+        ("live unknown option", 2, "Could not find 'task/nope'; available options in 'task': gsm8k_chat, inspect,"),
         ("budget_usd=0", 2, "budget_usd must be positive and finite, got 0"),
         ("concurrency=0", 2, "concurrency must be a positive integer, got 0"),
         ("store is a directory", 2, "live.sqlite is a directory; store= takes the path of an SQLite file"),
@@ -144,7 +144,7 @@ def rejecting_server():
         ("empty JSONL", 2, "empty.jsonl holds no examples"),
         ("one arm", 2, "the task has one arm"),
         ("policy that cannot run live", 2, "policy 'pbgi' cannot run a live evaluation"),
-        ("example without answer", 1, "NonRetryableError: the example has no 'answer' field"),
+        ("example without answer", 1, "FirstWord(field='answer') needs field 'answer', missing from example"),
         ("no server", 1, "no recommendation: nothing was scored; the scoring calls failed: arm "),
         ("400 reply", 1, "HTTP 400"),
     ],
