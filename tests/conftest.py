@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gittinseval.data import Benchmark
 
@@ -23,3 +24,16 @@ def readme_block(first_line: str) -> str:
         if body.startswith(first_line):
             return body
     raise AssertionError(f"README.md has no code block starting with {first_line!r}")
+
+
+@pytest.fixture
+def readme_package(tmp_path, monkeypatch):
+    """The README's ``my_baselines`` package and policy yaml in ``tmp_path`` (on ``sys.path``)."""
+    package = tmp_path / "my_baselines"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "greedy.py").write_text(readme_block("# my_baselines/greedy.py"))
+    (tmp_path / "conf" / "policy").mkdir(parents=True)
+    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(readme_block("# conf/policy/greedy.yaml"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import readme_block
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
@@ -211,18 +210,11 @@ def test_resolved_config_is_plain_data():
     assert Path(CONFIG_DIR / "config.yaml").is_file()
 
 
-def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, tmp_path, monkeypatch):
+def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, readme_package, tmp_path):
     # The README's example baseline, kept outside the repository and found through
     # hydra.searchpath, runs end to end with no edit to the package.
-    package = tmp_path / "my_baselines"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "greedy.py").write_text(readme_block("# my_baselines/greedy.py"))
-    (tmp_path / "conf" / "policy").mkdir(parents=True)
-    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(readme_block("# conf/policy/greedy.yaml"))
-    monkeypatch.syspath_prepend(str(tmp_path))
     cfg = compose_config(
-        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.searchpath=[file://{readme_package / 'conf'}]",
         "policy=greedy",
         "benchmark=matrix",
         f"benchmark.path={matrix_path / 'scores.npy'}",

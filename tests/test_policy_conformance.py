@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import readme_block
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
@@ -43,19 +42,6 @@ def test_every_configured_policy_keeps_the_contract(name, check, bench):
     make = factory(name)
     assert make().name == name, "a policy is named after its config file"
     check(make, bench)
-
-
-@pytest.fixture
-def readme_package(tmp_path, monkeypatch):
-    """The README's ``my_baselines`` package and policy yaml, in a folder of their own."""
-    package = tmp_path / "my_baselines"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "greedy.py").write_text(readme_block("# my_baselines/greedy.py"))
-    (tmp_path / "conf" / "policy").mkdir(parents=True)
-    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(readme_block("# conf/policy/greedy.yaml"))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
 
 
 def test_the_readme_example_baseline_keeps_the_contract(readme_package):
