@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,7 +34,8 @@ class ObservedMatrix:
     merged in, never the whole matrix rebuilt):
 
     * ``cells`` ``[M]`` flat indices ``k N + n`` in the order they were observed
-      (so a warm-started fit can tell which cells are new);
+      (so a warm-started fit can tell which cells are new), and the same cells'
+      rows, columns and float32 scores (:meth:`observations`);
     * the cells sorted row-major and column-major with their scores, from which
       :meth:`csr` builds the sparse ``O``, ``O * X`` and their transposes;
     * ``values`` ``[K, N]`` float64 and ``observed`` ``[K, N]`` bool (numpy), for
@@ -45,6 +47,8 @@ class ObservedMatrix:
         self.values = np.zeros((n_arms, n_examples))
         self.observed = np.zeros((n_arms, n_examples), dtype=bool)
         self._cells: list[torch.Tensor] = []
+        self._lines: list[torch.Tensor] = []  # [2, b] rows and columns, one part per request
+        self._scores: list[torch.Tensor] = []  # [b] float32
         self._row_major = _SortedCells(n_arms, n_examples)
         self._column_major = _SortedCells(n_examples, n_arms)
 
@@ -60,19 +64,44 @@ class ObservedMatrix:
         rows = torch.full_like(columns, arm)
         scores32 = torch.as_tensor(scores, dtype=torch.float32)
         self._cells.append(arm * self.shape[1] + columns)
+        self._lines.append(torch.stack([rows, columns]))
+        self._scores.append(scores32)
         self._row_major.add(rows, columns, scores32)
         self._column_major.add(columns, rows, scores32)
 
     @property
     def cells(self) -> torch.Tensor:
         """``[M]`` flat indices of the observed cells, oldest first."""
-        if len(self._cells) > 1:
-            self._cells = [torch.cat(self._cells)]
-        return self._cells[0] if self._cells else torch.zeros(0, dtype=torch.long)
+        return _joined(self._cells, torch.zeros(0, dtype=torch.long))
+
+    def observations(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rows, columns (int64) and scores (float32) of the observed cells ``cells[positions]``.
+
+        Read by position, not from the flat index: its int64 division is the slower op.
+        """
+        rows, columns = _joined(self._lines, torch.zeros(2, 0, dtype=torch.long)).index_select(1, positions)
+        return rows, columns, _joined(self._scores, torch.zeros(0)).index_select(0, positions)
 
     def csr(self, transposed: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """Sparse CSR ``O`` and ``O * X`` (``[K, N]``; ``[N, K]`` if ``transposed``)."""
         return (self._column_major if transposed else self._row_major).csr()
+
+    def observed_row_sums(self, *tables: torch.Tensor) -> list[torch.Tensor]:
+        """``[K]`` sums ``sum_n O[k, n] A[k, n]`` of each ``[K, N]`` table ``A``, read at the observed cells only."""
+        cells = self._row_major
+        rows = torch.repeat_interleave(torch.arange(self.shape[0]), cells.row_counts)
+        sums = [torch.zeros(self.shape[0], dtype=table.dtype) for table in tables]
+        return [
+            row_sums.index_add_(0, rows, table.view(-1).index_select(0, cells.keys))
+            for row_sums, table in zip(sums, tables, strict=True)
+        ]
+
+
+def _joined(parts: list[torch.Tensor], empty: torch.Tensor) -> torch.Tensor:
+    """``parts`` concatenated along their last dimension, kept as the one part for the next call."""
+    if len(parts) > 1:
+        parts[:] = [torch.cat(parts, dim=-1)]
+    return parts[0] if parts else empty
 
 
 class _SortedCells:
@@ -81,6 +110,7 @@ class _SortedCells:
     def __init__(self, n_rows: int, n_columns: int) -> None:
         self.shape = (n_rows, n_columns)
         self.keys = torch.zeros(0, dtype=torch.long)
+        self.columns = torch.zeros(0, dtype=torch.long)
         self.scores = torch.zeros(0)
         self.row_counts = torch.zeros(n_rows, dtype=torch.long)
 
@@ -91,30 +121,26 @@ class _SortedCells:
         at = torch.searchsorted(self.keys, keys) + torch.arange(keys.numel())
         old_at = torch.searchsorted(keys, self.keys) + torch.arange(self.keys.numel())
         size = self.keys.numel() + keys.numel()
-        merged_keys, merged_scores = torch.empty(size, dtype=torch.long), torch.empty(size)
+        # The columns are merged too: an int64 remainder of every key at each fit costs more.
+        merged_keys, merged_columns, merged_scores = (
+            torch.empty(size, dtype=old.dtype) for old in (self.keys, self.columns, self.scores)
+        )
         merged_keys.index_copy_(0, old_at, self.keys).index_copy_(0, at, keys)
+        merged_columns.index_copy_(0, old_at, self.columns).index_copy_(0, at, columns[order])
         merged_scores.index_copy_(0, old_at, self.scores).index_copy_(0, at, scores[order])
-        self.keys, self.scores = merged_keys, merged_scores
+        self.keys, self.columns, self.scores = merged_keys, merged_columns, merged_scores
         self.row_counts.index_add_(0, rows, torch.ones_like(rows))
 
     def csr(self) -> tuple[torch.Tensor, torch.Tensor]:
         row_starts = torch.zeros(self.shape[0] + 1, dtype=torch.long)
         torch.cumsum(self.row_counts, 0, out=row_starts[1:])
-        columns = self.keys % self.shape[1]
         ones = torch.ones(self.keys.numel())
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
             return tuple(
-                torch.sparse_csr_tensor(row_starts, columns, data, self.shape, check_invariants=False)
+                torch.sparse_csr_tensor(row_starts, self.columns, data, self.shape, check_invariants=False)
                 for data in (ones, self.scores)
             )
-
-
-def _dropped_cells(dropped: torch.Tensor, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(members, cells)`` of the true entries of ``dropped [E, M]``, ``M`` = ``cells [M]``:
-    by member, then in the order of ``cells``."""
-    members, positions = dropped.nonzero(as_tuple=True)
-    return members, cells[positions]
 
 
 def _bernoulli_positions(n_trials: int, probability: float, generator: torch.Generator) -> torch.Tensor:
@@ -173,7 +199,7 @@ class FitDraws:
         return words.bitwise_and_(2**24 - 1) < self.threshold
 
     def dropout_of(self, cells: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(members, cells)`` of the dropped observed cells ``cells [M]`` (flat ``k N + n``).
+        """``(members, positions)`` of the dropped observed cells ``cells[positions]``, ``cells [M]`` flat ``k N + n``.
 
         Ordered by member, then as in ``cells``: the order of the scatter-adds of
         the ALS, which sum float32 terms.
@@ -184,27 +210,28 @@ class FitDraws:
             dropped = torch.cat([self.known_dropped, self.dropped_at(cells[known:], all_members)], dim=1)
         else:
             dropped = self.dropped_at(cells, all_members)
-        return _dropped_cells(dropped, cells)
+        return dropped.nonzero(as_tuple=True)
 
 
 @dataclass
 class EnsembleFit:
     """A fitted ensemble: factors ``u [E, K, r]``, ``v [E, N, r]`` (float32) and its dropout.
 
-    Member ``e`` left out the observed cells ``dropped_cells[i]`` (flat ``k N + n``)
-    for every ``i`` with ``dropped_members[i] == e``; the dropout covers the first
-    ``n_cells`` cells of the :class:`ObservedMatrix` it was fitted on.
+    Member ``e`` left out the observed cell ``cells[dropped_positions[i]]`` of the
+    :class:`ObservedMatrix` it was fitted on for every ``i`` with
+    ``dropped_members[i] == e``; the dropout covers its first ``n_cells`` cells.
     """
 
     u: torch.Tensor
     v: torch.Tensor
     dropped_members: torch.Tensor
-    dropped_cells: torch.Tensor
+    dropped_positions: torch.Tensor
     n_cells: int
 
-    def moments(self) -> tuple[np.ndarray, np.ndarray]:
-        """Ensemble mean and standard deviation ``[K, N]`` of ``U_e V_e^T`` (``E - 1`` denominator)."""
-        return _ensemble_moments(self.u.double(), self.v.double())
+    def moments(self, out: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ensemble mean and standard deviation ``[K, N]`` (float64) of ``U_e V_e^T`` (``E - 1`` denominator),
+        written into ``out`` if given."""
+        return _ensemble_moments(self.u.double(), self.v.double(), out)
 
 
 class LowRankEnsemble:
@@ -290,7 +317,7 @@ class LowRankEnsemble:
             return self.fit_drawn(self.draw(*matrix.shape, generator), matrix)
         u, v = self._initial_factors(*matrix.shape, generator)
         cells = matrix.cells
-        fit = EnsembleFit(u, v, *self._dropout(cells, generator), cells.numel())
+        fit = EnsembleFit(u, v, *self._dropout(cells.numel(), generator), cells.numel())
         return self._alternate(fit, matrix, self.iterations)
 
     def fit_drawn(self, draws: FitDraws, matrix: ObservedMatrix) -> EnsembleFit:
@@ -307,16 +334,18 @@ class LowRankEnsemble:
         v = torch.randn(self.ensemble_size, n_examples, self.rank, generator=generator)
         return u, v
 
-    def _dropout(self, cells: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(members, cells)`` dropped from ``cells [M]``, each of the ``E M`` pairs with ``drop_probability``.
+    def _dropout(self, n_cells: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(members, positions)`` dropped from ``M = n_cells`` observed cells, each of the ``E M`` pairs
+        with ``drop_probability``.
 
         The pairs are the trials ``e M + i`` (member ``e``, ``i``-th cell), drawn by
-        :func:`_bernoulli_positions`; they come by member, then as in ``cells``.
+        :func:`_bernoulli_positions`; they come by member, then by position.
         """
-        n_cells = cells.numel()
         positions = _bernoulli_positions(self.ensemble_size * n_cells, self.drop_probability, generator)
-        members = positions // n_cells
-        return members, cells.index_select(0, positions - members * n_cells)  # no second int64 division
+        # The positions ascend, so each member's are one run: cut them at e M (no int64 division).
+        starts = torch.searchsorted(positions, torch.arange(self.ensemble_size + 1) * n_cells)
+        members = torch.repeat_interleave(torch.arange(self.ensemble_size), starts.diff())
+        return members, positions.sub_(members * n_cells)
 
     def draw(
         self,
@@ -363,12 +392,12 @@ class LowRankEnsemble:
         """
         new_cells = matrix.cells[previous.n_cells :]
         uniforms = torch.rand(self.ensemble_size, new_cells.numel(), generator=generator)
-        members, cells = _dropped_cells(uniforms < self.drop_probability, new_cells)
+        members, positions = (uniforms < self.drop_probability).nonzero(as_tuple=True)
         fit = EnsembleFit(
             previous.u,
             previous.v,
             torch.cat([previous.dropped_members, members]),
-            torch.cat([previous.dropped_cells, cells]),
+            torch.cat([previous.dropped_positions, positions.add_(previous.n_cells)]),
             previous.n_cells + new_cells.numel(),
         )
         return self._alternate(fit, matrix, iterations)
@@ -378,10 +407,7 @@ class LowRankEnsemble:
 
         The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]`` (:class:`_SideSolver`).
         """
-        n_examples = matrix.shape[1]
-        rows = fit.dropped_cells // n_examples
-        columns = fit.dropped_cells - rows * n_examples  # no second int64 division
-        scores = torch.from_numpy(matrix.values.reshape(-1)).index_select(0, fit.dropped_cells).float()
+        rows, columns, scores = matrix.observations(fit.dropped_positions)
         members = fit.dropped_members
         v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
         u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
@@ -390,7 +416,7 @@ class LowRankEnsemble:
             v = v_side.solve(u)
             u = u_side.solve(v)
         u, v = u.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
-        return EnsembleFit(u, v, fit.dropped_members, fit.dropped_cells, fit.n_cells)
+        return EnsembleFit(u, v, fit.dropped_members, fit.dropped_positions, fit.n_cells)
 
 
 class _SideSolver:
@@ -431,14 +457,7 @@ class _SideSolver:
         solved_length = self.mask.shape[0]
         self.members, self.rank, self.solved_length = members, rank, solved_length
         self.eye = ensemble.ridge * torch.eye(rank)
-        member_index = torch.arange(members)
-        if ensemble.pairing == "independent":
-            partner = member_index.expand(solved_length, -1)
-        else:
-            partner = (member_index * solved_length + torch.arange(solved_length)[:, None]) % members
-        # [L E]: member e's line l is row l E + p(e, l) of the [L E, c] product at the partners.
-        partner_rows = (partner + torch.arange(0, solved_length * members, members)[:, None]).view(-1)
-        self.partner_elements = {width: _elements(partner_rows, width) for width in {rank, rank * rank}}
+        partner_rows, self.partner_elements = _partner_indices(ensemble.pairing, members, rank, solved_length)
         dropped_lines = solved_index * members + dropped_members  # l E + e
         # Row j E + p(e, l) of the fixed factor [J E, r]: the partner row of line l, shifted from l to j.
         dropped_rows = partner_rows.index_select(0, dropped_lines).add_((fixed_index - solved_index).mul_(members))
@@ -465,6 +484,26 @@ class _SideSolver:
         """Flat ``[L E c]``: ``(l, e, i)`` is ``sum_j sparse[l, j] factor[j, p(e, l), i]``, ``factor [J, E, c]``."""
         product = sparse @ factor.view(factor.shape[0], -1)  # [L, E c]
         return product.view(-1).index_select(0, self.partner_elements[factor.shape[-1]])
+
+
+@functools.lru_cache(maxsize=8)
+def _partner_indices(
+    pairing: str, members: int, rank: int, solved_length: int
+) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    """Where the partners' terms sit in a side's ``[L, E c]`` product (they depend on the shapes only,
+    so each run computes them once per side, not at every fit).
+
+    Returns ``partner_rows [L E]``, member ``e``'s line ``l`` at row ``l E + p(e, l)`` of
+    the product viewed ``[L E, c]``, and its flat element indices for ``c = r`` and
+    ``c = r^2``.  Read-only: every fit of the run shares them.
+    """
+    member_index = torch.arange(members)
+    if pairing == "independent":
+        partner = member_index.expand(solved_length, -1)
+    else:
+        partner = (member_index * solved_length + torch.arange(solved_length)[:, None]) % members
+    partner_rows = (partner + torch.arange(0, solved_length * members, members)[:, None]).view(-1)
+    return partner_rows, {width: _elements(partner_rows, width) for width in {rank, rank * rank}}
 
 
 def _elements(rows: torch.Tensor, width: int) -> torch.Tensor:
@@ -510,17 +549,26 @@ class _DrawsAhead:
         self._next.result()
 
 
-def _ensemble_moments(u: torch.Tensor, v: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and sd over members of ``U_e V_e^T``, via ``[K, E r^2] x [E r^2, N]`` products."""
+def _ensemble_moments(
+    u: torch.Tensor, v: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and sd ``[K, N]`` over members of ``U_e V_e^T``, via ``[K, E r^2] x [E r^2, N]`` products.
+
+    ``sd^2 = (sum_e (U_e V_e^T)^2 - E mean^2) / (E - 1)``, clipped at 0.  Written into
+    ``out`` (two float64 ``[K, N]``) if given: a fresh ``[K, N]`` table is freed to the
+    system after use and page-faults in again at the next fit, which costs more than a pass.
+    """
     members = u.shape[0]
-    total = torch.einsum("ekr,enr->kn", u, v)
-    u_outer = (u[..., :, None] * u[..., None, :]).flatten(-2)
-    v_outer = (v[..., :, None] * v[..., None, :]).flatten(-2)
-    squares = torch.einsum("eks,ens->kn", u_outer, v_outer)
-    mean = total / members
-    # In place: each [K, N] float64 temporary costs a pass and, once freed to the system, page faults.
-    variance = squares.sub_(total.mul_(mean)).div_(members - 1).clamp_min_(0.0)
-    return mean.numpy(), variance.sqrt_().numpy()
+    total, squares = out if out is not None else (None, None)
+    # Line-major [K, E r] and [N, E r]: two plain matrix products (an einsum over (e, r) is slower).
+    u_lines, v_lines = u.transpose(0, 1), v.transpose(0, 1)
+    total = torch.mm(u_lines.flatten(1), v_lines.flatten(1).T, out=total)
+    u_outer = (u_lines[..., :, None] * u_lines[..., None, :]).flatten(1)  # [K, E r^2]
+    v_outer = (v_lines[..., :, None] * v_lines[..., None, :]).flatten(1)
+    squares = torch.mm(u_outer, v_outer.T, out=squares)
+    mean = total.div_(members)
+    variance = squares.addcmul_(mean, mean, value=-members).div_(members - 1).clamp_min_(0.0)
+    return mean, variance.sqrt_()
 
 
 class LRFPolicy(Policy):
@@ -603,6 +651,7 @@ class LRFPolicy(Policy):
         self.all_arms = np.ones(n_arms, dtype=bool)
         self.fit: EnsembleFit | None = None
         self.fit_mean: np.ndarray | None = None
+        self.moment_tables = tuple(torch.empty(n_arms, n_examples, dtype=torch.float64) for _ in range(2))
         self.imputed_sums = np.zeros(n_arms)
 
     def refit(self) -> EnsembleFit:
@@ -620,22 +669,31 @@ class LRFPolicy(Policy):
         return self.ensemble.fit_drawn(self.draws_ahead.take(), self.matrix)
 
     def arm_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Refit; return the arm scores ``S [K]``, the ensemble mean and sd ``[K, N]``."""
+        """Refit; return the arm scores ``S [K]``, the ensemble mean and sd ``[K, N]``.
+
+        The mean and sd are views of :attr:`moment_tables`, which the next fit overwrites.
+
+        Also sets the imputed sums ``sum_n s0[k, n]`` (``s0``: observed values, the
+        mean elsewhere) that :meth:`recommend` reads.  Both row sums are taken over
+        all cells and corrected at the ``M`` observed ones,
+        ``sum_n (1 - O) A = sum_n A - sum_n O A``, instead of masking every cell.
+        """
         self.fit = self.refit()
-        mean, sd = self.fit.moments()
-        observed, values = self.matrix.observed, self.matrix.values
-        scores = np.where(observed, values, mean + self.eta * sd).mean(axis=1)
+        mean, sd = self.fit.moments(out=self.moment_tables)
+        observed_mean, observed_sd = self.matrix.observed_row_sums(mean, sd)
+        self.imputed_sums = (mean.sum(1) - observed_mean).numpy() + self.stats.sums
+        unobserved_sd = (sd.sum(1) - observed_sd).numpy()
+        scores = (self.imputed_sums + self.eta * unobserved_sd) / self.matrix.shape[1]
         counts = self.stats.counts
         scores[counts == 0] = np.inf
-        scores[counts == observed.shape[1]] = -np.inf
-        return scores, mean, sd
+        scores[counts == self.matrix.shape[1]] = -np.inf
+        return scores, mean.numpy(), sd.numpy()
 
     def select(self) -> Request | None:
         if self.warmup:
             return self.warmup.pop()
         scores, mean, sd = self.arm_scores()
         self.fit_mean = mean
-        self.imputed_sums = np.where(self.matrix.observed, self.matrix.values, mean).sum(axis=1)
         arm = argmax_by_priority(scores, self.priority)
         if arm < 0:
             return None

@@ -36,8 +36,12 @@ def random_matrix(seed, n_arms=40, n_examples=30, share=0.3):
     return scores, observed
 
 
+def numpy_moments(fit):
+    return tuple(table.numpy() for table in fit.moments())
+
+
 def fit_moments(ensemble, scores, observed, generator):
-    return ensemble.fit(observed_matrix(scores, observed), generator).moments()
+    return numpy_moments(ensemble.fit(observed_matrix(scores, observed), generator))
 
 
 def looped_als(scores, observed, generator, members, rank, ridge, drop, iterations):
@@ -113,7 +117,7 @@ def test_reference_pairing_matches_banditeval_factorization(rank):
 def dropout_mask(fit, matrix):
     """``[E, K, N]`` bool: the cells each member of ``fit`` dropped."""
     mask = torch.zeros(fit.u.shape[0], matrix.shape[0] * matrix.shape[1], dtype=torch.bool)
-    mask[fit.dropped_members, fit.dropped_cells] = True
+    mask[fit.dropped_members, matrix.cells[fit.dropped_positions]] = True
     return mask.view(-1, *matrix.shape)
 
 
@@ -141,13 +145,13 @@ def test_observed_dropout_fit_equals_the_parity_fit_given_the_same_dropout(rank,
     fit = LowRankEnsemble(rank=rank, dropout_draws="observed").fit(matrix, torch.Generator().manual_seed(5))
     dropped = dropout_mask(fit, matrix)
     assert dropped.any() and not (dropped & ~torch.from_numpy(observed)).any()  # observed cells only
-    mean, sd = fit.moments()
+    mean, sd = numpy_moments(fit)
 
     stream = LowRankEnsemble(rank=rank, dropout_draws="stream")
     generator = torch.Generator().manual_seed(5)  # the factors come first, as in the stream
     u, v = torch.randn(64, 70, rank, generator=generator), torch.randn(64, 45, rank, generator=generator)
     parity = stream.fit_drawn(stream_draws_with(dropped, u, v), matrix)
-    want_mean, want_sd = parity.moments()  # the same float32 operations in the same order: bit for bit
+    want_mean, want_sd = numpy_moments(parity)  # the same float32 operations in the same order: bit for bit
     np.testing.assert_array_equal(mean, want_mean)
     np.testing.assert_array_equal(sd, want_sd)
 
@@ -206,8 +210,16 @@ def test_ensemble_moments_match_the_explicit_products():
     u, v = torch.randn(7, 5, 3, generator=generator).double(), torch.randn(7, 4, 3, generator=generator).double()
     products = torch.bmm(u, v.transpose(1, 2))
     mean, sd = _ensemble_moments(u, v)
-    np.testing.assert_allclose(mean, products.mean(0).numpy(), atol=1e-12)
-    np.testing.assert_allclose(sd, products.std(0).numpy(), atol=1e-10)
+    np.testing.assert_allclose(mean.numpy(), products.mean(0).numpy(), atol=1e-12)
+    np.testing.assert_allclose(sd.numpy(), products.std(0).numpy(), atol=1e-10)
+
+
+def test_observed_row_sums_are_the_masked_row_sums():
+    scores, observed = random_matrix(8, 30, 20)
+    matrix = observed_matrix(scores, observed)
+    tables = torch.randn(2, 30, 20, dtype=torch.float64)
+    for table, got in zip(tables, matrix.observed_row_sums(*tables), strict=True):
+        np.testing.assert_allclose(got.numpy(), (table.numpy() * observed).sum(axis=1), atol=1e-12)
 
 
 def fed_policy(scores, observed, seed, **kwargs):
@@ -302,16 +314,16 @@ def test_dropout_reads_the_reference_uniforms_from_the_same_words(drop, members,
     ours, reference = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
     known = cells[: len(cells) // 2]  # read as the words are drawn; the rest read afterwards
     draws = LowRankEnsemble(ensemble_size=members, drop_probability=drop).draw(*shape, ours, known)
-    got_members, got_cells = draws.dropout_of(cells)
+    got_members, got_at = draws.dropout_of(cells)
     assert torch.equal(draws.u, torch.randn(members, shape[0], 1, generator=reference))
     assert torch.equal(draws.v, torch.randn(members, shape[1], 1, generator=reference))
     uniforms = torch.rand(members, n_cells, generator=reference)
     want_members, want_at = (uniforms < drop)[:, cells].nonzero(as_tuple=True)  # by member, then observation
-    assert torch.equal(got_members, want_members) and torch.equal(got_cells, cells[want_at]) and want_at.numel()
+    assert torch.equal(got_members, want_members) and torch.equal(got_at, want_at) and want_at.numel()
     reordered = cells.flip(0)  # does not extend the known cells: every word is read afterwards
     want_members, want_at = (uniforms < drop)[:, reordered].nonzero(as_tuple=True)
-    got_members, got_cells = draws.dropout_of(reordered)
-    assert torch.equal(got_members, want_members) and torch.equal(got_cells, reordered[want_at])
+    got_members, got_at = draws.dropout_of(reordered)
+    assert torch.equal(got_members, want_members) and torch.equal(got_at, want_at)
     assert torch.equal(torch.rand(4, generator=ours), torch.rand(4, generator=reference))  # same words consumed
 
 
@@ -356,7 +368,8 @@ def test_warm_refit_matches_a_per_member_loop_from_the_previous_factors(rank):
     # Each member's mask: its old dropout (read from the previous fit) plus a fresh
     # draw for the new cells, in the order they were added.
     masks = np.repeat(everything[None], 4, axis=0)
-    for member, cell in zip(previous.dropped_members.tolist(), previous.dropped_cells.tolist(), strict=True):
+    previous_cells = matrix.cells[previous.dropped_positions]
+    for member, cell in zip(previous.dropped_members.tolist(), previous_cells.tolist(), strict=True):
         masks[member, cell // 9, cell % 9] = False
     fresh = torch.rand(4, len(new_cells), generator=torch.Generator().manual_seed(3)).numpy() < 0.2
     for member, position in zip(*np.nonzero(fresh), strict=True):
@@ -365,7 +378,7 @@ def test_warm_refit_matches_a_per_member_loop_from_the_previous_factors(rank):
     want_mean, want_sd = looped_als_from(
         scores, masks, previous.u.double().numpy(), previous.v.double().numpy(), 0.1, 3
     )
-    mean, sd = refit.moments()
+    mean, sd = numpy_moments(refit)
     np.testing.assert_allclose(mean, want_mean, atol=2e-5)
     np.testing.assert_allclose(sd, want_sd, atol=2e-5)
 
