@@ -6,13 +6,14 @@ import sqlite3
 
 import numpy as np
 import pytest
+import yaml
 from conftest import binary_benchmark
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, matrix_task
-from gittinseval.live.scoring import read_jsonl
+from gittinseval.live.scoring import bundled_prices, read_jsonl
 from gittinseval.live_cli import LIVE_CONFIG_NAME
 from gittinseval.params import target_of
 
@@ -68,6 +69,33 @@ def test_every_setting_that_makes_a_score_is_refused_by_name(tmp_path, override,
     assert named in message and "\n" not in message and "add fork=NEW_STORE" in message
     with sqlite3.connect(store) as db:  # the refused open changed nothing
         assert db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 0
+
+
+INSPECT = ["task=inspect_offline"]
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("task.arms.1.solver.0.template='Q: {prompt}'", 'arm 1: store has \'{"model": "mockllm/small"'),
+        ("task.arms.0.model_args.custom_outputs.accuracy=0.6", "arm 0: store has"),
+        ("task.scorer=match", "scorer.scorer: store has None, given 'match'"),
+        ("PRICES", "scorer.prices.mockllm/large.output: store has 10.0, given 12.0"),
+    ],
+)
+def test_an_inspect_arm_solver_and_scripted_replies_are_part_of_the_store(tmp_path, override, named):
+    """An inspect arm is recorded whole (its solver and model_args as JSON), with the task's scorer and prices."""
+    store = tmp_path / "inspect.sqlite"
+    open_store(tmp_path, *INSPECT, f"store={store}")
+    if override == "PRICES":  # one price of the prices file changed
+        prices = yaml.safe_load(bundled_prices().read_text())
+        prices["mockllm/large"]["output"] = 12
+        (tmp_path / "prices.yaml").write_text(yaml.safe_dump(prices))
+        override = f"task.prices={tmp_path / 'prices.yaml'}"
+    with pytest.raises(ValueError, match="was made with other settings") as refused:
+        open_store(tmp_path, *INSPECT, f"store={store}", override)
+    assert named in str(refused.value)
+    open_store(tmp_path, *INSPECT, f"store={store}", "task.log_dir=elsewhere", "max_retries=0")  # no score made
 
 
 def test_endpoint_settings_make_no_score_and_a_store_resumes_across_them(tmp_path):
