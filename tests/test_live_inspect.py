@@ -388,6 +388,17 @@ def test_a_failed_batch_stops_the_run_at_once_charged_its_usage_and_its_unfinish
     assert math.isclose(result.spent, sum(c for *_, c, _ in rows), rel_tol=1e-12)
 
 
+def test_a_failed_pilot_logs_what_it_spent_and_stops(tmp_path, caplog):
+    arms = [{"model": "mockllm/strong"}, {"model": "mockllm/broken"}]
+    with caplog.at_level("ERROR", logger="gittinseval.live.inspect_task"):
+        with pytest.raises(NonRetryableError, match=r"arm 1 \(mockllm/broken\) ended error"):
+            more_task(arms, tmp_path, tokens=None, pilot=2)
+    # Questions 0 and 1: both answered by strong, only question 0 by broken.
+    spent = 2 * per_example_dollars("mockllm/strong") + per_example_dollars("mockllm/broken")
+    logged = re.search(r"pilot of 2 samples per arm failed after spending \$(\S+) outside the budget", caplog.text)
+    assert logged and math.isclose(float(logged.group(1)), spent, rel_tol=1e-5)
+
+
 def test_retries_are_inspect_s_per_request_with_the_arm_or_task_setting_first(tmp_path):
     seen = {}
 
