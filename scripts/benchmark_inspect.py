@@ -26,31 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from inspect_ai.model import ModelOutput, ModelUsage
-
+from gittinseval.live.examples.inspect_arithmetic import scripted_replies
 from gittinseval.live.inspect_task import inspect_task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "gittinseval" / "live" / "examples"
-
-
-def scripted(latency: float):
-    """mockllm outputs: the right answer after ``latency`` seconds, with a usage of 40 + 6 tokens."""
-    answers = {json.loads(line)["prompt"]: json.loads(line)["answer"] for line in open(EXAMPLES / "arithmetic.jsonl")}
-
-    async def output(messages, tools, tool_choice, config):
-        if latency:
-            await asyncio.sleep(latency)
-        result = ModelOutput.from_content(model="mockllm", content=f"The answer is {answers[messages[-1].text]}.")
-        result.usage = ModelUsage(input_tokens=40, output_tokens=6, total_tokens=46)
-        return result
-
-    return output
 
 
 def summary(values: list[float]) -> str:
@@ -105,7 +89,7 @@ def main() -> None:
             arms=[{"model": model} for model in models],
             prices={model: {"input": 0.1, "output": 0.4} for model in models},
             tokens={"input": 40, "output": 6},
-            model_args={model: {"custom_outputs": scripted(args.latency)} for model in models},
+            model_args={model: {"custom_outputs": scripted_replies(1.0, 40, 6, args.latency)} for model in models},
             log_dir=logs,
             eval_options={} if args.max_connections is None else {"max_connections": args.max_connections},
         )

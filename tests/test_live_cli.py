@@ -34,7 +34,7 @@ def compose_simulation(*overrides):
 def test_one_config_root_serves_both_apps():
     """The live app composes policy, prior, cost and logger from the simulator's groups."""
     tasks = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
-    assert tasks == ["gsm8k_chat", "inspect", "llm_demo", "mmlu", "multiple_choice", "openai_chat"]
+    assert tasks == ["gsm8k_chat", "inspect", "inspect_offline", "llm_demo", "mmlu", "multiple_choice", "openai_chat"]
     assert not (CONFIG_DIR / "live").exists()
     cfg = compose_live()
     assert cfg.task._target_ == "gittinseval.live.matrix_task" and cfg.budget_usd > 0

@@ -6,13 +6,14 @@ import sqlite3
 
 import numpy as np
 import pytest
+import yaml
 from conftest import binary_benchmark
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, matrix_task
-from gittinseval.live.scoring import read_jsonl
+from gittinseval.live.scoring import bundled_prices, read_jsonl
 from gittinseval.live_cli import LIVE_CONFIG_NAME
 from gittinseval.params import target_of
 
@@ -31,43 +32,70 @@ def open_store(tmp_path, *overrides):
 
 
 CHAT = ["task=openai_chat"]
+INSPECT = ["task=inspect_offline"]
+
+CHAT_CHANGES = [
+    ("task.score_fn.grader.field=reference", "scorer.grader.field: store has 'answer', given 'reference'"),
+    ("task.score_fn.grader._target_=gittinseval.live.graders.ExactMatch",
+     "scorer.grader: store has 'gittinseval.live.graders.FirstWord', given 'gittinseval.live.graders.ExactMatch'"),
+    ("task.score_fn.prompt='Q: {prompt}'", "scorer.prompt: store has '{prompt}', given 'Q: {prompt}'"),
+    ("task.score_fn.prices.gpt-4o.output=12", "scorer.prices.gpt-4o.output: store has 10.0, given 12.0"),
+    ("task.arms.0.temperature=0.5", 'arm 0: store has \'{"max_tokens": 16, "model": "gpt-4o-mini", "temperature'),
+    ("+task.arms.2.system=Be brief.", '"system": "Be brief."'),
+    ("task.prompt_tokens=50", "tokens_per_example: store has 44.0, given 54.0"),
+    ("task.binary=false", "binary: store has True, given False"),
+    ("EXAMPLES", "dataset: store has"),
+    ("policy.lam=0.001", "policy.lam: store has 0.0001, given 0.001"),
+    ("policy=ucbe", "policy: store has 'gittinseval.gittins.GittinsPolicy', given 'baselines.ucbe.UCBEPolicy'"),
+    ("prior.var=0.01", "prior_var: store has 0.04, given 0.01"),
+    ("cost=unit", "cost_unit: store has 'dollars', given 'unit'"),
+    ("seed=3", "seed: store has 0, given 3"),
+]
+# An inspect arm is recorded whole (its solver and model_args as JSON), with the task's scorer and prices.
+INSPECT_CHANGES = [
+    ("task.arms.1.solver.0.template='Q: {prompt}'", 'arm 1: store has \'{"model": "mockllm/small"'),
+    ("task.arms.0.model_args.custom_outputs.accuracy=0.6", "arm 0: store has"),
+    ("task.scorer=match", "scorer.scorer: store has None, given 'match'"),
+    ("PRICES", "scorer.prices.mockllm/large.output: store has 10.0, given 12.0"),
+]
 
 
-@pytest.mark.parametrize(
-    ("override", "named"),
-    [
-        ("task.score_fn.grader.field=reference", "scorer.grader.field: store has 'answer', given 'reference'"),
-        ("task.score_fn.grader._target_=gittinseval.live.graders.ExactMatch",
-         "scorer.grader: store has 'gittinseval.live.graders.FirstWord', given 'gittinseval.live.graders.ExactMatch'"),
-        ("task.score_fn.prompt='Q: {prompt}'", "scorer.prompt: store has '{prompt}', given 'Q: {prompt}'"),
-        ("task.score_fn.prices.gpt-4o.output=12", "scorer.prices.gpt-4o.output: store has 10.0, given 12.0"),
-        ("task.arms.0.temperature=0.5", 'arm 0: store has \'{"max_tokens": 16, "model": "gpt-4o-mini", "temperature'),
-        ("+task.arms.2.system=Be brief.", '"system": "Be brief."'),
-        ("task.prompt_tokens=50", "tokens_per_example: store has 44.0, given 54.0"),
-        ("task.binary=false", "binary: store has True, given False"),
-        ("EXAMPLES", "dataset: store has"),
-        ("policy.lam=0.001", "policy.lam: store has 0.0001, given 0.001"),
-        ("policy=ucbe", "policy: store has 'gittinseval.gittins.GittinsPolicy', given 'baselines.ucbe.UCBEPolicy'"),
-        ("prior.var=0.01", "prior_var: store has 0.04, given 0.01"),
-        ("cost=unit", "cost_unit: store has 'dollars', given 'unit'"),
-        ("seed=3", "seed: store has 0, given 3"),
-    ],
-)
-def test_every_setting_that_makes_a_score_is_refused_by_name(tmp_path, override, named):
-    store = tmp_path / "chat.sqlite"
-    open_store(tmp_path, *CHAT, f"store={store}")
-    if override == "EXAMPLES":  # one answer of the dataset changed
+def changed_file(tmp_path, override):
+    """``override``, or for EXAMPLES (PRICES) an override naming a copy of the bundled examples (prices) with
+    one answer (price) changed."""
+    if override == "EXAMPLES":
         examples = read_jsonl()
         examples[7]["answer"] = "13"
         path = tmp_path / "examples.jsonl"
         path.write_text("".join(json.dumps(example) + "\n" for example in examples))
-        override = f"task.examples.path={path}"
+        return f"task.examples.path={path}"
+    if override == "PRICES":
+        prices = yaml.safe_load(bundled_prices().read_text())
+        prices["mockllm/large"]["output"] = 12
+        (tmp_path / "prices.yaml").write_text(yaml.safe_dump(prices))
+        return f"task.prices={tmp_path / 'prices.yaml'}"
+    return override
+
+
+@pytest.mark.parametrize(
+    ("task", "override", "named"),
+    [(CHAT, *change) for change in CHAT_CHANGES] + [(INSPECT, *change) for change in INSPECT_CHANGES],
+)
+def test_every_setting_that_makes_a_score_is_refused_by_name(tmp_path, task, override, named):
+    store = tmp_path / "run.sqlite"
+    open_store(tmp_path, *task, f"store={store}")
     with pytest.raises(ValueError, match="was made with other settings") as refused:
-        open_store(tmp_path, *CHAT, f"store={store}", override)
+        open_store(tmp_path, *task, f"store={store}", changed_file(tmp_path, override))
     message = str(refused.value)
     assert named in message and "\n" not in message and "add fork=NEW_STORE" in message
     with sqlite3.connect(store) as db:  # the refused open changed nothing
         assert db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 0
+
+
+def test_inspect_logs_and_retries_make_no_score_and_a_store_resumes_across_them(tmp_path):
+    store = tmp_path / "inspect.sqlite"
+    open_store(tmp_path, *INSPECT, f"store={store}")
+    open_store(tmp_path, *INSPECT, f"store={store}", "task.log_dir=elsewhere", "max_retries=0")
 
 
 def test_endpoint_settings_make_no_score_and_a_store_resumes_across_them(tmp_path):

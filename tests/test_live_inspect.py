@@ -2,23 +2,27 @@
 
 import asyncio
 import json
+import logging
 import math
 import re
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from inspect_ai import Task
+from inspect_ai._util import logger as inspect_logging
 from inspect_ai._util.config import resolve_args
 from inspect_ai.dataset import json_dataset
-from inspect_ai.model import ChatMessageSystem, ModelCost, ModelOutput, ModelUsage
+from inspect_ai.model import ChatMessageSystem, GenerateConfig, ModelCost, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score, Target, accuracy, match, scorer
 from inspect_ai.solver import TaskState, generate
 
 from gittinseval import evaluate
 from gittinseval.live import NonRetryableError, dataset_digest
 from gittinseval.live.inspect_task import InspectScorer, inspect_task, load_inspect_task
+from gittinseval.live.labels import arm_labels
 from gittinseval.live.prices import load_prices
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "gittinseval" / "live" / "examples"
@@ -37,7 +41,8 @@ USAGE = {"mockllm/strong": (40, 6), "mockllm/weak": (25, 3), "mockllm/careful": 
 
 def per_example_dollars(model):
     input_tokens, output_tokens = USAGE[model]
-    return (input_tokens * PRICES[model]["input"] + output_tokens * PRICES[model]["output"]) / 1e6
+    price = MORE_PRICES[model]
+    return (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
 
 
 def scripted(model, right):
@@ -45,9 +50,8 @@ def scripted(model, right):
     input_tokens, output_tokens = USAGE[model]
 
     def output(messages, tools, tool_choice, config):
-        question = messages[-1].text
-        answer = ANSWERS[question]
-        reply = f"The answer is {answer}." if right(QUESTIONS.index(question), messages, config) else "It is 1000."
+        index = question_index(messages)
+        reply = f"The answer is {ANSWERS[QUESTIONS[index]]}." if right(index, messages, config) else "It is 1000."
         result = ModelOutput.from_content(model=model, content=reply)
         # Usage given here: without it mockllm counts tokens with tiktoken, which downloads its encoding.
         result.usage = ModelUsage(
@@ -56,6 +60,12 @@ def scripted(model, right):
         return result
 
     return output
+
+
+def question_index(messages):
+    """The index of the one question the last message holds (a solver's template may wrap it)."""
+    (index,) = [i for i, question in enumerate(QUESTIONS) if question in messages[-1].text]
+    return index
 
 
 def has_system(messages, text):
@@ -305,3 +315,196 @@ def test_the_bundled_prices_file_serves_inspect_ai_too():
         assert (cost.input, cost.output, cost.input_cache_write, cost.input_cache_read) == (
             price.input, price.output, price.input_cache_write, price.input_cache_read,
         )
+
+
+# Models of the tests below, beside those of PRICES: `broken` fails on the questions of odd index, after
+# recording the call; `prompted` is right when the question comes after "Careful now." (a solver's template).
+MORE_PRICES = {
+    **PRICES, "mockllm/broken": {"input": 2.0, "output": 5.0}, "mockllm/prompted": {"input": 1.0, "output": 1.0}
+}
+USAGE.update({"mockllm/broken": (30, 4), "mockllm/prompted": (20, 2)})
+
+
+def more_model_args(calls):
+    """MODEL_ARGS with `broken` (each question it is asked recorded in ``calls``) and `prompted`."""
+    answer = scripted("mockllm/broken", lambda i, m, c: True)
+
+    def broken(messages, tools, tool_choice, config):
+        calls.append(question_index(messages))
+        if calls[-1] % 2:
+            raise RuntimeError(f"the provider failed on question {calls[-1]}")
+        return answer(messages, tools, tool_choice, config)
+
+    prompted = scripted("mockllm/prompted", lambda i, m, c: m[-1].text.startswith("Careful now."))
+    more = {"mockllm/broken": {"custom_outputs": broken}, "mockllm/prompted": {"custom_outputs": prompted}}
+    return {**MODEL_ARGS, **more}
+
+
+def more_task(arms, tmp_path, calls=None, **options):
+    options.setdefault("tokens", {"input": 40, "output": 6})
+    return inspect_task(
+        BUNDLED_TASK, arms, MORE_PRICES, model_args=more_model_args([] if calls is None else calls),
+        log_dir=tmp_path / "logs", binary=True, **options,
+    )
+
+
+def test_a_failed_eval_keeps_what_finished_and_charges_the_usage_inspect_reports(tmp_path):
+    calls = []
+    task = more_task([{"model": "mockllm/broken"}, {"model": "mockllm/strong"}], tmp_path, calls)
+    failure = r"inspect eval of arm 0 \(mockllm/broken\) ended error: sample 2 failed: RuntimeError"
+    with pytest.raises(NonRetryableError, match=failure) as failed:
+        score(task, 0, [0, 1, 2, 3, 4, 5])
+    # Samples 2, 4 and 6 (questions 1, 3, 5) failed; the other three were scored and their usage is charged.
+    assert failed.value.scores == [1.0, None, 1.0, None, 1.0, None]
+    assert math.isclose(failed.value.cost, 3 * per_example_dollars("mockllm/broken"), rel_tol=1e-12)
+    assert failed.value.uncosted == 3 and failed.value.example == 1
+    assert sorted(calls) == [0, 1, 2, 3, 4, 5]  # each sample asked once: inspect ran no failed sample again
+
+
+def test_a_failed_batch_stops_the_run_at_once_charged_its_usage_and_its_unfinished_samples(tmp_path):
+    """The driver never sends an inspect batch again (max_retries=3 is inspect's, per request): the failed
+    call is charged what inspect reported plus one expected example per sample that did not finish."""
+    calls = []
+    task = more_task([{"model": "mockllm/strong"}, {"model": "mockllm/broken"}], tmp_path, calls)
+    store = tmp_path / "run.sqlite"
+    result = evaluate(
+        task.arms, task.examples, task.score_fn, budget_usd=1.0, costs=task.costs, binary=True, concurrency=2,
+        tokens_per_example=task.tokens_per_example, store=store, max_retries=3, retry_backoff=0.001, progress=False,
+    )
+    assert result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
+    assert result.attempts["failed"] == 1
+    with sqlite3.connect(store) as db:
+        rows = db.execute(
+            "SELECT requests.arm, attempts.examples, attempts.charged, attempts.outcome "
+            "FROM attempts JOIN requests ON attempts.request = requests.id"
+        ).fetchall()
+        kept = dict(db.execute("SELECT example, score FROM cells WHERE arm = 1").fetchall())
+    (examples, charged), = [(json.loads(e), c) for arm, e, c, outcome in rows if outcome == "failed"]
+    assert sorted(calls) == sorted(examples)  # one call per sample: no retry by inspect or by the driver
+    bad = [e for e in examples if e % 2]
+    expected = (len(examples) - len(bad)) * per_example_dollars("mockllm/broken") + len(bad) * task.costs[1]
+    assert bad and math.isclose(charged, expected, rel_tol=1e-12)
+    assert kept == {e: 1.0 for e in examples if e % 2 == 0}  # the scores of the samples that finished
+    assert math.isclose(result.spent, sum(c for *_, c, _ in rows), rel_tol=1e-12)
+
+
+def test_a_failed_pilot_logs_what_it_spent_and_stops(tmp_path, caplog):
+    arms = [{"model": "mockllm/strong"}, {"model": "mockllm/broken"}]
+    with caplog.at_level("ERROR", logger="gittinseval.live.inspect_task"):
+        with pytest.raises(NonRetryableError, match=r"arm 1 \(mockllm/broken\) ended error"):
+            more_task(arms, tmp_path, tokens=None, pilot=2)
+    # Questions 0 and 1: both answered by strong, only question 0 by broken.
+    spent = 2 * per_example_dollars("mockllm/strong") + per_example_dollars("mockllm/broken")
+    logged = re.search(r"pilot of 2 samples per arm failed after spending \$(\S+) outside the budget", caplog.text)
+    assert logged and math.isclose(float(logged.group(1)), spent, rel_tol=1e-5)
+
+
+def test_retries_are_inspect_s_per_request_with_the_arm_or_task_setting_first(tmp_path):
+    seen = {}
+
+    def recording(model):
+        answer = scripted(model, lambda i, m, c: True)
+
+        def output(messages, tools, tool_choice, config):
+            seen[model] = config.max_retries
+            return answer(messages, tools, tool_choice, config)
+
+        return {"custom_outputs": output}
+
+    models = ["mockllm/strong", "mockllm/weak", "mockllm/careful"]
+    arms = [{"model": "mockllm/strong"}, {"model": "mockllm/weak", "max_retries": 0}, {"model": "mockllm/careful"}]
+    args = {model: recording(model) for model in models}
+
+    def max_retries_seen(task_config=None, **options):
+        seen.clear()
+        task = load_inspect_task(BUNDLED_TASK)
+        if task_config is not None:
+            task.config = task_config
+        built = inspect_task(task, arms, PRICES, tokens={"input": 1, "output": 1}, model_args=args,
+                             log_dir=tmp_path / "logs", **options)
+        for arm in range(3):
+            score(built, arm, [0])
+        return [seen[model] for model in models]
+
+    assert max_retries_seen() == [3, 0, 3]
+    assert max_retries_seen(max_retries=None) == [None, 0, None]  # inspect's own default: until `timeout`
+    assert max_retries_seen(GenerateConfig(max_retries=5)) == [5, 0, 5]
+
+
+def test_an_arm_solver_replaces_the_task_solver(tmp_path):
+    careful = [{"_target_": "inspect_ai.solver.prompt_template", "template": "Careful now. {prompt}"}, "generate"]
+    arms = [
+        {"model": "mockllm/prompted", "solver": careful},
+        {"model": "mockllm/prompted"},
+        {"model": "mockllm/prompted", "solver": "generate"},
+        {"model": "mockllm/careful", "solver": careful, "system": "Be careful."},
+    ]
+    task = more_task(arms, tmp_path)
+    ids = [0, 4, 9]
+    assert score(task, 0, ids)[0].tolist() == [1.0, 1.0, 1.0]  # the template reached the model
+    assert score(task, 1, ids)[0].tolist() == [0.0, 0.0, 0.0]  # the task's own solver: generate
+    assert score(task, 2, ids)[0].tolist() == [0.0, 0.0, 0.0]
+    assert score(task, 3, ids)[0].tolist() == [1.0, 1.0, 1.0]  # the system message comes before the arm's solver
+    # The solver is part of the arm: its label and its name in the store.
+    assert arm_labels(task.arms) == [
+        "prompted nosys solver1", "prompted nosys", "prompted nosys solver=generate", "careful sys1 solver1"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("solver", "error"),
+    [
+        ("no_such_solver", r"inspect arm 0 \(mockllm/strong\): solver: no inspect solver 'no_such_solver'"),
+        ([{"_target_": "builtins.dict"}], r"solver\[0\]: builtins.dict built dict, not an inspect solver"),
+        (generate(), r"solver must be an inspect solver's registry name, a \{_target_: ...\} mapping or a list"),
+        ({"template": "{prompt}"}, r"solver must be .* got \{'template': '\{prompt\}'\}"),
+    ],
+)
+def test_a_bad_arm_solver_is_refused_before_any_call(tmp_path, solver, error):
+    with pytest.raises(ValueError, match=error):
+        make_task([{"model": "mockllm/strong", "solver": solver}], tmp_path)
+
+
+def test_a_dry_run_builds_no_model_and_a_model_inspect_cannot_build_fails_free(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    task = inspect_task(BUNDLED_TASK, [{"model": "openai/gpt-4o-mini"}], load_prices(EXAMPLES / "prices.yaml"),
+                        tokens={"input": 40, "output": 8}, log_dir=tmp_path / "logs")
+    with pytest.raises(NonRetryableError, match="inspect could not build model 'openai/gpt-4o-mini': .*OPENAI_API_KEY")\
+            as failed:
+        score(task, 0, [0])
+    assert failed.value.cost == 0.0 and failed.value.uncosted == 0 and "\n" not in str(failed.value)
+
+
+def test_a_task_file_runs_in_its_folder_and_names_its_task(tmp_path, monkeypatch):
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    samples = [{"id": name, "input": text, "target": "0"} for name, text in zip("ab", QUESTIONS, strict=False)]
+    (folder / "data.json").write_text(json.dumps(samples))
+    (folder / "two.py").write_text(
+        "from inspect_ai import Task, task\n"
+        "from inspect_ai.dataset import json_dataset\n"
+        "from inspect_ai.scorer import match\n\n"
+        "@task\ndef first():\n    return Task(dataset=json_dataset('data.json'), scorer=match())\n\n"
+        "@task(name='renamed')\ndef second(limit=2):\n"
+        "    return Task(dataset=json_dataset('data.json')[:limit], scorer=match())\n"
+    )
+    monkeypatch.chdir(tmp_path)  # the dataset's relative path resolves in the task file's folder
+    assert [sample.id for sample in load_inspect_task("tasks/two.py@first").dataset] == ["a", "b"]
+    renamed = load_inspect_task("tasks/two.py@renamed", {"limit": 1})
+    assert renamed.name == "renamed" and [sample.id for sample in renamed.dataset] == ["a"]
+    with pytest.raises(ValueError, match=r"defines 2 tasks \(first, renamed\); name one as file.py@name"):
+        load_inspect_task("tasks/two.py")
+    with pytest.raises(ValueError, match=r"has no task 'second'; its tasks: first, renamed"):
+        load_inspect_task("tasks/two.py@second")
+    with pytest.raises(ValueError, match=r"no inspect task 'nowhere/nothing': give path/to/file.py@task_name"):
+        load_inspect_task("nowhere/nothing")
+
+
+def test_inspect_leaves_the_root_logger_as_it_was(tmp_path, monkeypatch):
+    """inspect's first eval in a process sets up its logging; the run's own info lines must still show."""
+    monkeypatch.setitem(inspect_logging._logHandler, "handler", None)  # as in a fresh process
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", logging.INFO)
+    handlers = list(root.handlers)
+    score(make_task([{"model": "mockllm/strong"}], tmp_path), 0, [0])
+    assert root.level == logging.INFO and root.handlers == handlers
