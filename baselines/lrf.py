@@ -62,7 +62,7 @@ class ObservedMatrix:
         self.observed[arm, examples] = True
         columns = torch.as_tensor(examples, dtype=torch.long)
         rows = torch.full_like(columns, arm)
-        scores32 = torch.as_tensor(scores, dtype=torch.float32)
+        scores32 = torch.tensor(scores, dtype=torch.float32)  # a copy: the caller may reuse its array
         self._cells.append(arm * self.shape[1] + columns)
         self._lines.append(torch.stack([rows, columns]))
         self._scores.append(scores32)
@@ -685,8 +685,12 @@ class LRFPolicy(Policy):
         unobserved_sd = (sd.sum(1) - observed_sd).numpy()
         scores = (self.imputed_sums + self.eta * unobserved_sd) / self.matrix.shape[1]
         counts = self.stats.counts
+        # A completed arm's two sums of the mean cancel only up to rounding; its exact sum keeps
+        # equal arms tied, so that the per-run priority decides between them.
+        completed = counts == self.matrix.shape[1]
+        self.imputed_sums[completed] = self.stats.sums[completed]
         scores[counts == 0] = np.inf
-        scores[counts == self.matrix.shape[1]] = -np.inf
+        scores[completed] = -np.inf
         return scores, mean.numpy(), sd.numpy()
 
     def select(self) -> Request | None:
@@ -708,6 +712,8 @@ class LRFPolicy(Policy):
         self.stats.update(arm, scores)
         if self.fit_mean is not None:
             self.imputed_sums[arm] += (scores - self.fit_mean[arm, examples]).sum()
+            if self.stats.counts[arm] == self.matrix.shape[1]:
+                self.imputed_sums[arm] = self.stats.sums[arm]  # exact, as in arm_scores
 
     def recommend(self) -> int:
         if self.fit_mean is None:

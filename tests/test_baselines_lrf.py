@@ -447,3 +447,31 @@ def test_recommendation_is_the_argmax_of_observed_cells_filled_by_the_latest_fit
             imputed = np.where(seen, scores, fill).mean(axis=1)
         assert imputed[policy.recommend()] >= imputed.max() - 1e-9
     assert fitted_steps >= 50
+
+
+def test_completed_arms_with_equal_sums_stay_tied_for_the_priority_to_decide():
+    """Binary scores make exact ties among completed arms; rounding must not break them."""
+    n_examples = 545
+    rng = np.random.default_rng(2)
+    scores = np.zeros((6, n_examples))
+    for arm in (1, 4):  # completed, the same 309 right answers in different places
+        scores[arm, rng.permutation(n_examples)[:309]] = 1.0
+    observed = np.zeros_like(scores, dtype=bool)
+    observed[[1, 4]] = True
+    observed[[0, 2, 3, 5], :40] = True  # partial arms, all wrong
+    policy = fed_policy(scores, observed, 3, batch_size=4)
+    policy.select()
+    completed = policy.stats.counts == n_examples
+    np.testing.assert_array_equal(policy.imputed_sums[completed], policy.stats.sums[completed])
+    assert policy.recommend() == min((1, 4), key=lambda arm: policy.priority[arm])
+    arm = 1 + 4 - policy.recommend()
+    policy.priority[[1, 4]] = policy.priority[[4, 1]]
+    assert policy.recommend() == arm
+
+
+def test_scores_added_to_the_matrix_are_copied():
+    matrix = ObservedMatrix(2, 5)
+    scores = np.array([0.5, 1.0], dtype=np.float32)
+    matrix.add(0, np.array([1, 3]), scores)
+    scores[:] = 0.0
+    np.testing.assert_array_equal(matrix.observations(torch.arange(2))[2].numpy(), [0.5, 1.0])
