@@ -15,7 +15,7 @@ from inspect_ai import Task
 from inspect_ai._util import logger as inspect_logging
 from inspect_ai._util.config import resolve_args
 from inspect_ai.dataset import json_dataset
-from inspect_ai.model import ChatMessageSystem, GenerateConfig, ModelCost, ModelOutput, ModelUsage
+from inspect_ai.model import ChatMessageSystem, GenerateConfig, ModelCost, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, accuracy, match, scorer
 from inspect_ai.solver import TaskState, generate
 
@@ -231,8 +231,12 @@ def value_task(tmp_path, value, **scorers):
 )
 def test_scorer_values_become_unit_scores(tmp_path, value, expected):
     task = inspect_task(
-        value_task(tmp_path, value), [{"model": "mockllm/strong"}], PRICES, tokens={"input": 1, "output": 1},
-        model_args=MODEL_ARGS, log_dir=tmp_path / "logs",
+        value_task(tmp_path, value),
+        [{"model": "mockllm/strong"}],
+        PRICES,
+        tokens={"input": 1, "output": 1},
+        model_args=MODEL_ARGS,
+        log_dir=tmp_path / "logs",
     )
     assert score(task, 0, [0])[0].tolist() == [expected]
 
@@ -240,8 +244,12 @@ def test_scorer_values_become_unit_scores(tmp_path, value, expected):
 @pytest.mark.parametrize("value", ["maybe", 1.5, -1, {"a": 1}, [1, 0]])
 def test_a_scorer_whose_values_are_not_scores_is_a_clear_error(tmp_path, value):
     task = inspect_task(
-        value_task(tmp_path, value), [{"model": "mockllm/strong"}], PRICES, tokens={"input": 1, "output": 1},
-        model_args=MODEL_ARGS, log_dir=tmp_path / "logs",
+        value_task(tmp_path, value),
+        [{"model": "mockllm/strong"}],
+        PRICES,
+        tokens={"input": 1, "output": 1},
+        model_args=MODEL_ARGS,
+        log_dir=tmp_path / "logs",
     )
     with pytest.raises(NonRetryableError, match=r"inspect scorer 'fixed_value' gave .* for sample 'a', which is not"):
         score(task, 0, [0])
@@ -255,7 +263,10 @@ def test_several_scorers_need_a_choice(tmp_path):
         score(task, 0, [0])
     chosen = inspect_task(
         value_task(tmp_path, None, scorers=[fixed_value("I"), match(numeric=True)]),
-        [{"model": "mockllm/strong"}], PRICES, scorer="fixed_value", **options,
+        [{"model": "mockllm/strong"}],
+        PRICES,
+        scorer="fixed_value",
+        **options,
     )
     assert score(chosen, 0, [0])[0].tolist() == [0.0]
 
@@ -313,14 +324,19 @@ def test_the_bundled_prices_file_serves_inspect_ai_too():
         cost = ModelCost(**entry)
         price = prices[model]
         assert (cost.input, cost.output, cost.input_cache_write, cost.input_cache_read) == (
-            price.input, price.output, price.input_cache_write, price.input_cache_read,
+            price.input,
+            price.output,
+            price.input_cache_write,
+            price.input_cache_read,
         )
 
 
 # Models of the tests below, beside those of PRICES: `broken` fails on the questions of odd index, after
 # recording the call; `prompted` is right when the question comes after "Careful now." (a solver's template).
 MORE_PRICES = {
-    **PRICES, "mockllm/broken": {"input": 2.0, "output": 5.0}, "mockllm/prompted": {"input": 1.0, "output": 1.0}
+    **PRICES,
+    "mockllm/broken": {"input": 2.0, "output": 5.0},
+    "mockllm/prompted": {"input": 1.0, "output": 1.0},
 }
 USAGE.update({"mockllm/broken": (30, 4), "mockllm/prompted": (20, 2)})
 
@@ -343,8 +359,13 @@ def more_model_args(calls):
 def more_task(arms, tmp_path, calls=None, **options):
     options.setdefault("tokens", {"input": 40, "output": 6})
     return inspect_task(
-        BUNDLED_TASK, arms, MORE_PRICES, model_args=more_model_args([] if calls is None else calls),
-        log_dir=tmp_path / "logs", binary=True, **options,
+        BUNDLED_TASK,
+        arms,
+        MORE_PRICES,
+        model_args=more_model_args([] if calls is None else calls),
+        log_dir=tmp_path / "logs",
+        binary=True,
+        **options,
     )
 
 
@@ -368,8 +389,18 @@ def test_a_failed_batch_stops_the_run_at_once_charged_its_usage_and_its_unfinish
     task = more_task([{"model": "mockllm/strong"}, {"model": "mockllm/broken"}], tmp_path, calls)
     store = tmp_path / "run.sqlite"
     result = evaluate(
-        task.arms, task.examples, task.score_fn, budget_usd=1.0, costs=task.costs, binary=True, concurrency=2,
-        tokens_per_example=task.tokens_per_example, store=store, max_retries=3, retry_backoff=0.001, progress=False,
+        task.arms,
+        task.examples,
+        task.score_fn,
+        budget_usd=1.0,
+        costs=task.costs,
+        binary=True,
+        concurrency=2,
+        tokens_per_example=task.tokens_per_example,
+        store=store,
+        max_retries=3,
+        retry_backoff=0.001,
+        progress=False,
     )
     assert result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
     assert result.attempts["failed"] == 1
@@ -379,7 +410,7 @@ def test_a_failed_batch_stops_the_run_at_once_charged_its_usage_and_its_unfinish
             "FROM attempts JOIN requests ON attempts.request = requests.id"
         ).fetchall()
         kept = dict(db.execute("SELECT example, score FROM cells WHERE arm = 1").fetchall())
-    (examples, charged), = [(json.loads(e), c) for arm, e, c, outcome in rows if outcome == "failed"]
+    ((examples, charged),) = [(json.loads(e), c) for arm, e, c, outcome in rows if outcome == "failed"]
     assert sorted(calls) == sorted(examples)  # one call per sample: no retry by inspect or by the driver
     bad = [e for e in examples if e % 2]
     expected = (len(examples) - len(bad)) * per_example_dollars("mockllm/broken") + len(bad) * task.costs[1]
@@ -420,8 +451,9 @@ def test_retries_are_inspect_s_per_request_with_the_arm_or_task_setting_first(tm
         task = load_inspect_task(BUNDLED_TASK)
         if task_config is not None:
             task.config = task_config
-        built = inspect_task(task, arms, PRICES, tokens={"input": 1, "output": 1}, model_args=args,
-                             log_dir=tmp_path / "logs", **options)
+        built = inspect_task(
+            task, arms, PRICES, tokens={"input": 1, "output": 1}, model_args=args, log_dir=tmp_path / "logs", **options
+        )
         for arm in range(3):
             score(built, arm, [0])
         return [seen[model] for model in models]
@@ -447,7 +479,10 @@ def test_an_arm_solver_replaces_the_task_solver(tmp_path):
     assert score(task, 3, ids)[0].tolist() == [1.0, 1.0, 1.0]  # the system message comes before the arm's solver
     # The solver is part of the arm: its label and its name in the store.
     assert arm_labels(task.arms) == [
-        "prompted nosys solver1", "prompted nosys", "prompted nosys solver=generate", "careful sys1 solver1"
+        "prompted nosys solver1",
+        "prompted nosys",
+        "prompted nosys solver=generate",
+        "careful sys1 solver1",
     ]
 
 
@@ -467,10 +502,16 @@ def test_a_bad_arm_solver_is_refused_before_any_call(tmp_path, solver, error):
 
 def test_a_dry_run_builds_no_model_and_a_model_inspect_cannot_build_fails_free(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    task = inspect_task(BUNDLED_TASK, [{"model": "openai/gpt-4o-mini"}], load_prices(EXAMPLES / "prices.yaml"),
-                        tokens={"input": 40, "output": 8}, log_dir=tmp_path / "logs")
-    with pytest.raises(NonRetryableError, match="inspect could not build model 'openai/gpt-4o-mini': .*OPENAI_API_KEY")\
-            as failed:
+    task = inspect_task(
+        BUNDLED_TASK,
+        [{"model": "openai/gpt-4o-mini"}],
+        load_prices(EXAMPLES / "prices.yaml"),
+        tokens={"input": 40, "output": 8},
+        log_dir=tmp_path / "logs",
+    )
+    with pytest.raises(
+        NonRetryableError, match="inspect could not build model 'openai/gpt-4o-mini': .*OPENAI_API_KEY"
+    ) as failed:
         score(task, 0, [0])
     assert failed.value.cost == 0.0 and failed.value.uncosted == 0 and "\n" not in str(failed.value)
 
@@ -508,3 +549,66 @@ def test_inspect_leaves_the_root_logger_as_it_was(tmp_path, monkeypatch):
     handlers = list(root.handlers)
     score(make_task([{"model": "mockllm/strong"}], tmp_path), 0, [0])
     assert root.level == logging.INFO and root.handlers == handlers
+
+
+def test_an_edited_task_file_changes_the_store_identity(tmp_path):
+    """A resumed store must not mix scores of two scorers: the task file's text is part of its identity."""
+    folder = tmp_path / "task"
+    folder.mkdir()
+    for name in ("inspect_arithmetic.py", "arithmetic.jsonl"):
+        (folder / name).write_text((EXAMPLES / name).read_text())
+    spec = f"{folder / 'inspect_arithmetic.py'}@arithmetic"
+
+    def identity():
+        arms = [{"model": "mockllm/strong"}]
+        task = inspect_task(
+            spec, arms, PRICES, model_args=MODEL_ARGS, log_dir=tmp_path / "logs", tokens={"input": 1, "output": 1}
+        )
+        return task.score_fn.identity()
+
+    before = identity()
+    assert before["task_scorers"] == ["inspect_ai/match"] and before["source"]["spec"] == spec
+    text = (folder / "inspect_arithmetic.py").read_text()
+    assert "match(numeric=True)" in text
+    (folder / "inspect_arithmetic.py").write_text(text.replace("match(numeric=True)", "match()"))
+    after = identity()
+    assert after["source"]["file_sha256"] != before["source"]["file_sha256"]
+    assert {k: v for k, v in after.items() if k != "source"} == {k: v for k, v in before.items() if k != "source"}
+
+
+def test_a_grader_model_without_a_price_keeps_the_scores_and_charges_the_batch_as_expected(tmp_path):
+    """The grader's usage is known only after the eval was paid: the scores stand, the run stops on one line."""
+    grader_usage = ModelUsage(input_tokens=30, output_tokens=2, total_tokens=32)
+
+    @scorer(metrics=[accuracy()])
+    def graded():
+        async def score(state: TaskState, target: Target) -> Score:
+            output = ModelOutput.from_content(model="mockllm/grader", content="GRADE: C")
+            output.usage = grader_usage
+            grader = get_model("mockllm/grader", custom_outputs=[output], memoize=False)
+            await grader.generate("Is it right?")
+            return Score(value=1.0)
+
+        return score
+
+    samples = load_inspect_task(BUNDLED_TASK).dataset
+    task = inspect_task(
+        Task(dataset=samples, solver=generate(), scorer=graded(), name="graded"),
+        [{"model": "mockllm/strong"}],
+        PRICES,
+        model_args=MODEL_ARGS,
+        log_dir=tmp_path / "logs",
+        tokens={"input": 40, "output": 6},
+    )
+    with pytest.raises(
+        NonRetryableError, match=r"no price for the usage of model 'mockllm/grader' \(90 input, 6 output"
+    ) as failed:
+        score(task, 0, [0, 1, 2])
+    assert failed.value.scores == [1.0, 1.0, 1.0] and failed.value.uncosted == 3
+    strong = (USAGE["mockllm/strong"][0] * 1.0 + USAGE["mockllm/strong"][1] * 4.0) / 1e6
+    assert math.isclose(failed.value.cost, 3 * strong, rel_tol=1e-12)
+
+
+def test_eval_options_that_drop_the_samples_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="log_samples=false"):
+        make_task([{"model": "mockllm/strong"}], tmp_path, eval_options={"log_samples": False})

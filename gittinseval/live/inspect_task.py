@@ -123,6 +123,26 @@ def load_inspect_task(task: str | Task | Callable[..., Task], task_args: Mapping
     return made
 
 
+def task_source(task: str | Task | Callable[..., Task], task_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the store records of where a task came from: the spec and its arguments, and for a task file the
+    SHA-256 of its text (an edited scorer, solver or dataset in the file changes it).  A ``Task`` or a function
+    given from Python is recorded by its name only."""
+    if isinstance(task, Task) or callable(task):
+        return {"spec": getattr(task, "name", None) or getattr(task, "__qualname__", type(task).__name__)}
+    spec, source = str(task), {"spec": str(task), "task_args": dict(task_args or {})}
+    path = Path(spec.partition("@")[0])
+    if path.suffix == ".py" and path.is_file():
+        source["file_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return source
+
+
+def _registry_name(value: Any) -> str:
+    try:
+        return registry_info(value).name
+    except (AttributeError, ValueError):  # a solver chain or a plain function is not registered
+        return type(value).__name__
+
+
 def _task_from_file(path: Path, name: str | None, task_args: dict[str, Any]) -> Task:
     """The ``@task`` function ``name`` of a Python file, called with ``task_args``.
 
@@ -307,6 +327,7 @@ class InspectScorer:
         max_retries: inspect's retries of a model request that failed transiently, for the
             arms whose generate settings (and the task's) set none; ``None``: inspect's
             default, retrying until the request's ``timeout`` (forever without one).
+        source: where the task came from (:func:`task_source`), part of the store's identity.
     """
 
     def __init__(
@@ -319,12 +340,16 @@ class InspectScorer:
         log_dir: str | Path | None = None,
         eval_options: Mapping[str, Any] | None = None,
         max_retries: int | None = 3,
+        source: Mapping[str, Any] | None = None,
     ) -> None:
         self.task = task
+        self.source = dict(source or {"spec": task.name})
         self.prices = prices
         self.scorer = scorer
         self.log_dir = None if log_dir is None else str(log_dir)
         self.eval_options = dict(eval_options or {})
+        if self.eval_options.get("log_samples") is False:
+            raise ValueError("eval_options.log_samples=false: the scores and usage are read from the log's samples")
         self.max_retries = None if max_retries is None else non_negative_int("max_retries", max_retries)
         self.samples: dict[Any, Sample] = {}
         for position, sample in enumerate(task.dataset, start=1):
@@ -371,10 +396,19 @@ class InspectScorer:
 
     def identity(self) -> dict[str, Any]:
         """What makes a score or a charge besides the arms (which the store records with their models,
-        settings, system messages, solvers and model arguments): the inspect task's name, the scorer read and
-        the prices.  Not ``log_dir``, ``eval_options``, ``max_retries`` nor the ``model_args`` given apart
-        from the arms."""
-        return {"task": self.task.name, "scorer": self.scorer, "prices": self.prices.as_dict()}
+        settings, system messages, solvers and model arguments): the inspect task's name and source (a task
+        file's SHA-256), the registry names of its scorers and solver, the scorer read, and the whole prices
+        file (a grader model's price is charged too).  Not ``log_dir``, ``eval_options``, ``max_retries`` nor
+        the ``model_args`` given apart from the arms."""
+        scorers = self.task.scorer if isinstance(self.task.scorer, list) else [self.task.scorer]
+        return {
+            "task": self.task.name,
+            "source": self.source,
+            "task_scorers": [_registry_name(scorer) for scorer in scorers if scorer is not None],
+            "task_solver": _registry_name(self.task.solver),
+            "scorer": self.scorer,
+            "prices": self.prices.as_dict(),
+        }
 
     def _model(self, index: int) -> Model:
         """Arm ``index``'s model for the running event loop; one inspect cannot build fails before any request."""
@@ -447,7 +481,10 @@ class InspectScorer:
             # Realtime logging serves inspect's live viewer of long evals and cost a fifth of a batch's overhead
             # here (scripts/benchmark_inspect.py); a failed sample is not run again (retries are the model's).
             options = {
-                "max_tasks": len(tasks), "score_display": False, "log_realtime": False, "retry_on_error": 0,
+                "max_tasks": len(tasks),
+                "score_display": False,
+                "log_realtime": False,
+                "retry_on_error": 0,
                 **self.eval_options,
             }
             try:
@@ -475,9 +512,10 @@ class InspectScorer:
             config=self.configs[index],
         )
 
-    def _charge(self, index: int, eval_log: EvalLog) -> tuple[float, int]:
-        """``(dollars, tokens)`` of the usage inspect reports for an eval, every model at its price."""
-        dollars, tokens = 0.0, 0
+    def _charge(self, eval_log: EvalLog) -> tuple[float, int, dict[str, str]]:
+        """``(dollars, tokens, unpriced)`` of the usage inspect reports for an eval, every model at its price;
+        ``unpriced``: model -> why its usage could not be charged (e.g. a grader model without a price)."""
+        dollars, tokens, unpriced = 0.0, 0, {}
         for model, usage in eval_log.stats.model_usage.items():
             cache_write, cache_read = usage.input_tokens_cache_write or 0, usage.input_tokens_cache_read or 0
             try:
@@ -485,18 +523,15 @@ class InspectScorer:
                     usage.input_tokens, usage.output_tokens, cache_write, cache_read
                 )
             except ValueError as error:
-                raise NonRetryableError(
-                    f"arm {index} ({self.arms[index]['model']}): cannot charge the usage of model {model!r} "
-                    f"({usage}): {error}"
-                ) from None
+                unpriced[model] = f"{usage.input_tokens} input, {usage.output_tokens} output tokens: {error}"
             tokens += usage.input_tokens + usage.output_tokens + cache_write + cache_read
-        return dollars, tokens
+        return dollars, tokens, unpriced
 
     def _outcome(self, index: int, ids: Sequence[Any], eval_log: EvalLog) -> BatchOutcome:
         """The batch's scores and charge; a failed eval or sample raises, with the scores of the samples that
         finished and the charge of the usage inspect reports."""
         arm = self.arms[index]["model"]
-        dollars, tokens = self._charge(index, eval_log)
+        dollars, tokens, unpriced = self._charge(eval_log)
         scores: dict[Any, list[float]] = {}
         failed: dict[Any, str] = {}
         try:
@@ -519,6 +554,16 @@ class InspectScorer:
         except NonRetryableError as failure:
             raise NonRetryableError(str(failure), cost=dollars) from None
         finished = [sample_id in scores and sample_id not in failed for sample_id in ids]
+        if unpriced:
+            # The scores stand; what the unpriced model cost is unknown, so every example of the batch is
+            # charged its expected cost on top of the priced usage, and the run stops.
+            model, why = next(iter(unpriced.items()))
+            raise NonRetryableError(
+                f"arm {index} ({arm}): no price for the usage of model {model!r} ({why}); add it to the prices file",
+                scores=[float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)],
+                cost=dollars,
+                uncosted=len(ids),
+            )
         if eval_log.status == "success" and all(finished):
             return BatchOutcome(np.array([np.mean(scores[sample_id]) for sample_id in ids]), dollars, tokens)
         first = finished.index(False) if not all(finished) else None
@@ -567,6 +612,7 @@ class InspectScorer:
         )
         return costs, tokens
 
+
 def inspect_task(
     task: str | Task | Callable[..., Task],
     arms: Sequence[Mapping[str, Any]],
@@ -606,7 +652,9 @@ def inspect_task(
     """
     loaded = load_inspect_task(task, task_args)
     table = load_prices(prices)
-    score_fn = InspectScorer(loaded, arms, table, scorer, model_args, log_dir, eval_options, max_retries)
+    score_fn = InspectScorer(
+        loaded, arms, table, scorer, model_args, log_dir, eval_options, max_retries, task_source(task, task_args)
+    )
     if tokens is None:
         costs, tokens_per_example = _pilot_estimate(score_fn, pilot, pilot_file)
     else:
