@@ -475,3 +475,47 @@ def test_scores_added_to_the_matrix_are_copied():
     matrix.add(0, np.array([1, 3]), scores)
     scores[:] = 0.0
     np.testing.assert_array_equal(matrix.observations(torch.arange(2))[2].numpy(), [0.5, 1.0])
+
+
+def test_moments_into_given_tables_equal_fresh_ones_and_are_overwritten_by_the_next_fit():
+    scores, observed = random_matrix(11, 20, 15)
+    matrix = observed_matrix(scores, observed)
+    ensemble = LowRankEnsemble(ensemble_size=5)
+    tables = tuple(torch.empty(20, 15, dtype=torch.float64) for _ in range(2))
+    first = ensemble.fit(matrix, torch.Generator().manual_seed(1))
+    mean, sd = first.moments(out=tables)
+    assert mean.data_ptr() == tables[0].data_ptr() and sd.data_ptr() == tables[1].data_ptr()
+    fresh_mean, fresh_sd = first.moments()
+    torch.testing.assert_close(mean, fresh_mean, rtol=0, atol=1e-12)
+    torch.testing.assert_close(sd, fresh_sd, rtol=0, atol=1e-12)
+    second = ensemble.fit(matrix, torch.Generator().manual_seed(2)).moments(out=tables)
+    torch.testing.assert_close(tables[0], second[0].clone(), rtol=0, atol=0)
+    assert (tables[0] - fresh_mean).abs().max() > 1e-6  # the first fit's mean is gone from the tables
+
+
+def test_observed_row_sums_over_requests_added_out_of_order():
+    """Several requests per arm, arms interleaved, examples unsorted: the merged cells sum as a mask would."""
+    rng = np.random.default_rng(12)
+    matrix = ObservedMatrix(7, 25)
+    mask = np.zeros((7, 25), dtype=bool)
+    for _ in range(30):
+        arm = int(rng.integers(7))
+        unseen = np.flatnonzero(~mask[arm])
+        if unseen.size:
+            examples = rng.permutation(unseen)[: int(rng.integers(1, 5))]
+            matrix.add(arm, examples, rng.uniform(size=examples.size))
+            mask[arm, examples] = True
+    table = torch.randn(7, 25, dtype=torch.float64)
+    (got,) = matrix.observed_row_sums(table)
+    np.testing.assert_allclose(got.numpy(), (table.numpy() * mask).sum(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(1, 12), (9, 1)])
+def test_a_single_arm_or_a_single_example_runs_to_the_budget(shape):
+    scores = np.random.default_rng(3).uniform(size=shape)
+    batch_size = min(2, shape[1])
+    bench = Benchmark("lrf-thin", scores, prices=np.ones(shape[0]), default_batch_size=batch_size)
+    policy = LRFPolicy(batch_size=batch_size, ensemble=LowRankEnsemble(ensemble_size=4))
+    result = simulate(bench, policy, np.ones(shape[0]), PRIOR, budget_fraction=0.6, seed=0)
+    assert policy.fit is not None  # past the warm-up: the fit ran on the thin matrix
+    assert result.trace["cost"][-1] >= 0.6 * scores.size and np.all(np.asarray(result.trace["regret"]) >= 0)
