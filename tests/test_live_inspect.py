@@ -226,31 +226,26 @@ def value_task(tmp_path, value, **scorers):
     return Task(dataset=json_dataset(str(path)), solver=generate(), scorer=scorers.get("scorers", fixed_value(value)))
 
 
+def value_live_task(tmp_path, value):
+    """A one-arm live task on :func:`value_task`."""
+    arms = [{"model": "mockllm/strong"}]
+    tokens = {"input": 1, "output": 1}
+    return inspect_task(
+        value_task(tmp_path, value), arms, PRICES, tokens=tokens, model_args=MODEL_ARGS, log_dir=tmp_path / "logs"
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "expected"), [("C", 1.0), ("P", 0.5), ("I", 0.0), ("yes", 1.0), (0.25, 0.25), (True, 1.0)]
 )
 def test_scorer_values_become_unit_scores(tmp_path, value, expected):
-    task = inspect_task(
-        value_task(tmp_path, value),
-        [{"model": "mockllm/strong"}],
-        PRICES,
-        tokens={"input": 1, "output": 1},
-        model_args=MODEL_ARGS,
-        log_dir=tmp_path / "logs",
-    )
+    task = value_live_task(tmp_path, value)
     assert score(task, 0, [0])[0].tolist() == [expected]
 
 
 @pytest.mark.parametrize("value", ["maybe", 1.5, -1, {"a": 1}, [1, 0]])
 def test_a_scorer_whose_values_are_not_scores_is_a_clear_error(tmp_path, value):
-    task = inspect_task(
-        value_task(tmp_path, value),
-        [{"model": "mockllm/strong"}],
-        PRICES,
-        tokens={"input": 1, "output": 1},
-        model_args=MODEL_ARGS,
-        log_dir=tmp_path / "logs",
-    )
+    task = value_live_task(tmp_path, value)
     with pytest.raises(NonRetryableError, match=r"inspect scorer 'fixed_value' gave .* for sample 'a', which is not"):
         score(task, 0, [0])
 
