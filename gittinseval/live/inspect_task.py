@@ -554,13 +554,14 @@ class InspectScorer:
         except NonRetryableError as failure:
             raise NonRetryableError(str(failure), cost=dollars) from None
         finished = [sample_id in scores and sample_id not in failed for sample_id in ids]
+        kept = [float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)]
         if unpriced:
             # The scores stand; what the unpriced model cost is unknown, so every example of the batch is
             # charged its expected cost on top of the priced usage, and the run stops.
             model, why = next(iter(unpriced.items()))
             raise NonRetryableError(
                 f"arm {index} ({arm}): no price for the usage of model {model!r} ({why}); add it to the prices file",
-                scores=[float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)],
+                scores=kept,
                 cost=dollars,
                 uncosted=len(ids),
             )
@@ -578,7 +579,7 @@ class InspectScorer:
         # inspect does not report: the driver charges it one example at the arm's expected cost.
         raise NonRetryableError(
             f"inspect eval of arm {index} ({arm}) ended {eval_log.status}: {problem}",
-            scores=[float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)],
+            scores=kept,
             cost=dollars,
             uncosted=finished.count(False),
             example=first,
