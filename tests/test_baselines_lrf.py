@@ -9,7 +9,17 @@ from banditeval.bandits import upper_confidence_bound_exploration_low_rank_facto
 from banditeval.factorization import Factorization
 from scipy import stats
 
-from baselines.lrf import FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix, _bernoulli_positions, _ensemble_moments
+from baselines.lrf import (
+    FitDraws,
+    LowRankEnsemble,
+    LRFPolicy,
+    ObservedMatrix,
+    _bernoulli_positions,
+    _dropped_rows_and_lines,
+    _ensemble_moments,
+    _partner_indices,
+    _subtract_dropped_terms,
+)
 from gittinseval.data import Benchmark
 from gittinseval.priors import GaussianPrior
 from gittinseval.protocol import EvaluationProblem, Request
@@ -203,6 +213,58 @@ def test_dropout_positions_are_one_sequence_of_geometric_gaps_whatever_the_chunk
         assert torch.equal(got, successes[successes < 300].long())
     assert _bernoulli_positions(0, 0.1, torch.Generator()).numel() == 0
     assert _bernoulli_positions(50, 0.0, torch.Generator()).numel() == 0
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_dropped_terms_are_subtracted_to_the_bit_as_a_gather_and_scatter_adds_would(rank):
+    """The compiled pass against the torch ops it replaced.  Many pairs share each of
+    few lines, with terms of mixed magnitudes, so that any other order of the float32
+    additions gives other sums (checked, so that the test can tell)."""
+    generator = torch.Generator().manual_seed(rank)
+    n_fixed, n_lines, n_pairs = 40, 3, 600
+    fixed = torch.randn(n_fixed * rank, generator=generator) * 10 ** torch.empty(n_fixed * rank).uniform_(
+        -3, 3, generator=generator
+    )
+    fixed_rows = torch.randint(n_fixed, (n_pairs,), generator=generator)
+    solved_lines = torch.randint(n_lines, (n_pairs,), generator=generator)
+    negated_scores = -torch.rand(n_pairs, generator=generator)
+    gram = torch.randn(n_lines * rank * rank, generator=generator)
+    target = torch.randn(n_lines * rank, generator=generator)
+
+    def by_scatter(order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dropped = fixed.view(-1, rank)[fixed_rows[order]]
+        lines = solved_lines[order]
+        gram_index = (lines[:, None] * rank * rank + torch.arange(rank * rank)).view(-1)
+        target_index = (lines[:, None] * rank + torch.arange(rank)).view(-1)
+        outer = (dropped[:, :, None] * dropped[:, None, :]).view(-1).neg_()
+        return (
+            gram.clone().scatter_add_(0, gram_index, outer),
+            target.clone().scatter_add_(0, target_index, (dropped * negated_scores[order, None]).view(-1)),
+        )
+
+    expected = by_scatter(torch.arange(n_pairs))
+    got = gram.clone(), target.clone()
+    args = (fixed_rows.numpy(), solved_lines.numpy(), negated_scores.numpy(), rank)
+    _subtract_dropped_terms(got[0].numpy(), got[1].numpy(), fixed.numpy(), *args)
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    reordered = by_scatter(torch.randperm(n_pairs, generator=generator))
+    assert not torch.equal(reordered[0], expected[0]) and not torch.equal(reordered[1], expected[1])
+
+
+@pytest.mark.parametrize("pairing", ["reference", "independent"])
+def test_dropped_pairs_read_the_partner_row_of_their_line(pairing):
+    members, n_solved, n_fixed = 5, 7, 9
+    partner_rows, _ = _partner_indices(pairing, members, 1, n_solved)
+    generator = torch.Generator().manual_seed(0)
+    dropped_members = torch.randint(members, (50,), generator=generator)
+    fixed_index = torch.randint(n_fixed, (50,), generator=generator)
+    solved_index = torch.randint(n_solved, (50,), generator=generator)
+    rows, lines = _dropped_rows_and_lines(
+        dropped_members.numpy(), fixed_index.numpy(), solved_index.numpy(), partner_rows.numpy(), members
+    )
+    partner = (dropped_members * n_solved + solved_index) % members if pairing == "reference" else dropped_members
+    np.testing.assert_array_equal(lines, solved_index * members + dropped_members)
+    np.testing.assert_array_equal(rows, fixed_index * members + partner)
 
 
 def test_ensemble_moments_match_the_explicit_products():
