@@ -44,6 +44,10 @@ class ObservedMatrix:
     """
 
     def __init__(self, n_arms: int, n_examples: int) -> None:
+        if n_arms * n_examples >= 2**31:
+            raise ValueError(
+                f"UCB-E-LRF indexes cells in int32: K x N must be below 2**31, got {n_arms} x {n_examples}"
+            )
         self.shape = (n_arms, n_examples)
         self.values = np.zeros((n_arms, n_examples))
         self.observed = np.zeros((n_arms, n_examples), dtype=bool)
@@ -108,15 +112,15 @@ def _joined(parts: list[torch.Tensor], empty: torch.Tensor) -> torch.Tensor:
 class _SortedCells:
     """Cells of an ``[R, C]`` matrix sorted by ``r C + c``, with their scores, merged in batch by batch.
 
-    The columns and row starts are int32 when they fit: torch's sparse CSR product
-    converts int64 indices to int32 at every call.
+    The columns and row starts are int32 (:class:`ObservedMatrix` has fewer than
+    ``2^31`` cells): torch's sparse CSR product converts int64 indices to int32 at
+    every call.
     """
 
     def __init__(self, n_rows: int, n_columns: int) -> None:
         self.shape = (n_rows, n_columns)
-        self.index_dtype = torch.int32 if n_rows * n_columns < 2**31 else torch.int64
         self.keys = torch.zeros(0, dtype=torch.long)
-        self.columns = torch.zeros(0, dtype=self.index_dtype)
+        self.columns = torch.zeros(0, dtype=torch.int32)
         self.scores = torch.zeros(0)
         self.row_counts = torch.zeros(n_rows, dtype=torch.long)
 
@@ -132,13 +136,13 @@ class _SortedCells:
             torch.empty(size, dtype=old.dtype) for old in (self.keys, self.columns, self.scores)
         )
         merged_keys.index_copy_(0, old_at, self.keys).index_copy_(0, at, keys)
-        merged_columns.index_copy_(0, old_at, self.columns).index_copy_(0, at, columns[order].to(self.index_dtype))
+        merged_columns.index_copy_(0, old_at, self.columns).index_copy_(0, at, columns[order].int())
         merged_scores.index_copy_(0, old_at, self.scores).index_copy_(0, at, scores[order])
         self.keys, self.columns, self.scores = merged_keys, merged_columns, merged_scores
         self.row_counts.index_add_(0, rows, torch.ones_like(rows))
 
     def csr(self) -> tuple[torch.Tensor, torch.Tensor]:
-        row_starts = torch.zeros(self.shape[0] + 1, dtype=self.index_dtype)
+        row_starts = torch.zeros(self.shape[0] + 1, dtype=torch.int32)
         torch.cumsum(self.row_counts, 0, out=row_starts[1:])
         ones = torch.ones(self.keys.numel())
         with warnings.catch_warnings():
@@ -697,6 +701,7 @@ class LRFPolicy(Policy):
 
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms, n_examples = problem.n_arms, problem.n_examples
+        self.matrix = ObservedMatrix(n_arms, n_examples)  # first: it refuses a matrix too large to index
         warmup_cells = math.ceil(self.warmup_fraction * n_arms * n_examples - 1e-9)
         cells = np.sort(rng.choice(n_arms * n_examples, size=warmup_cells, replace=False))
         arms, first = np.unique(cells // n_examples, return_index=True)
@@ -705,7 +710,6 @@ class LRFPolicy(Policy):
         self.priority = rng.permutation(n_arms)
         self.generator = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
         self.draws_ahead: _DrawsAhead | None = None
-        self.matrix = ObservedMatrix(n_arms, n_examples)
         self.stats = RunningMeans(n_arms)
         self.all_arms = np.ones(n_arms, dtype=bool)
         self.fit: EnsembleFit | None = None

@@ -353,6 +353,12 @@ def test_a_cell_observed_twice_is_an_error():
         matrix.add(2, np.array([3, 3]), np.array([1.0, 1.0]))
 
 
+def test_a_matrix_of_two_to_the_31_cells_is_refused_before_any_allocation():
+    problem = EvaluationProblem(2**15, np.ones(2**16), 1.0, binary=True)
+    with pytest.raises(ValueError, match=r"K x N must be below 2\*\*31, got 65536 x 32768"):
+        LRFPolicy().reset(problem, np.random.default_rng(0))
+
+
 def test_bad_hyperparameters_are_named():
     with pytest.raises(ValueError, match="pairing"):
         LowRankEnsemble(pairing="shuffled")
