@@ -469,8 +469,17 @@ class _SideSolver:
         self.members, self.rank, self.solved_length = members, rank, solved_length
         self.eye = ensemble.ridge * torch.eye(rank)
         partner_rows, self.partner_elements = _partner_indices(ensemble.pairing, members, rank, solved_length)
-        self.dropped_rows, self.dropped_lines = _dropped_rows_and_lines(
-            dropped_members.numpy(), fixed_index.numpy(), solved_index.numpy(), partner_rows.numpy(), members
+        # int32 when the lines and rows fit: the pass over the pairs is bound by reading these.
+        index_dtype = np.int32 if max(self.mask.shape) * members < 2**31 else np.int64
+        self.dropped_rows, self.dropped_lines = (np.empty(dropped_members.numel(), index_dtype) for _ in range(2))
+        _dropped_rows_and_lines(
+            self.dropped_rows,
+            self.dropped_lines,
+            dropped_members.numpy(),
+            fixed_index.numpy(),
+            solved_index.numpy(),
+            partner_rows.numpy(),
+            members,
         )
         self.negated_scores = dropped_scores.neg().numpy()
 
@@ -501,17 +510,22 @@ class _SideSolver:
 
 @numba.njit(cache=True, nogil=True)
 def _dropped_rows_and_lines(
-    members: np.ndarray, fixed_index: np.ndarray, solved_index: np.ndarray, partner_rows: np.ndarray, n_members: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``[D]`` each dropped pair's line ``l E + e`` (``l = solved_index``, ``e = members``) and the row
-    ``j E + p(e, l)`` of the fixed factor viewed ``[J E, r]`` that it reads: line ``l``'s partner row
-    ``partner_rows[l E + e]``, shifted from ``l`` to ``j = fixed_index`` (one pass, no int64 temporaries)."""
-    lines = np.empty(members.size, dtype=np.int64)
-    rows = np.empty(members.size, dtype=np.int64)
+    rows: np.ndarray,
+    lines: np.ndarray,
+    members: np.ndarray,
+    fixed_index: np.ndarray,
+    solved_index: np.ndarray,
+    partner_rows: np.ndarray,
+    n_members: int,
+) -> None:
+    """Write into ``lines [D]`` each dropped pair's line ``l E + e`` (``l = solved_index``, ``e = members``)
+    and into ``rows [D]`` the row ``j E + p(e, l)`` of the fixed factor viewed ``[J E, r]`` that it reads:
+    line ``l``'s partner row ``partner_rows[l E + e]``, shifted from ``l`` to ``j = fixed_index`` (one pass,
+    no int64 temporaries)."""
     for i in range(members.size):
-        lines[i] = solved_index[i] * n_members + members[i]
-        rows[i] = partner_rows[lines[i]] + (fixed_index[i] - solved_index[i]) * n_members
-    return rows, lines
+        line = solved_index[i] * n_members + members[i]
+        lines[i] = line
+        rows[i] = partner_rows[line] + (fixed_index[i] - solved_index[i]) * n_members
 
 
 @numba.njit(cache=True, nogil=True)

@@ -259,8 +259,9 @@ def test_dropped_pairs_read_the_partner_row_of_their_line(pairing):
     dropped_members = torch.randint(members, (50,), generator=generator)
     fixed_index = torch.randint(n_fixed, (50,), generator=generator)
     solved_index = torch.randint(n_solved, (50,), generator=generator)
-    rows, lines = _dropped_rows_and_lines(
-        dropped_members.numpy(), fixed_index.numpy(), solved_index.numpy(), partner_rows.numpy(), members
+    rows, lines = np.empty(50, np.int32), np.empty(50, np.int32)
+    _dropped_rows_and_lines(
+        rows, lines, dropped_members.numpy(), fixed_index.numpy(), solved_index.numpy(), partner_rows.numpy(), members
     )
     partner = (dropped_members * n_solved + solved_index) % members if pairing == "reference" else dropped_members
     np.testing.assert_array_equal(lines, solved_index * members + dropped_members)
