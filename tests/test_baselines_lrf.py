@@ -215,8 +215,9 @@ def test_dropout_positions_are_one_sequence_of_geometric_gaps_whatever_the_chunk
     assert _bernoulli_positions(50, 0.0, torch.Generator()).numel() == 0
 
 
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("rank", [1, 2])
-def test_dropped_terms_are_subtracted_to_the_bit_as_a_gather_and_scatter_adds_would(rank):
+def test_dropped_terms_are_subtracted_to_the_bit_as_a_gather_and_scatter_adds_would(rank, index_dtype):
     """The compiled pass against the torch ops it replaced.  Many pairs share each of
     few lines, with terms of mixed magnitudes, so that any other order of the float32
     additions gives other sums (checked, so that the test can tell)."""
@@ -244,22 +245,23 @@ def test_dropped_terms_are_subtracted_to_the_bit_as_a_gather_and_scatter_adds_wo
 
     expected = by_scatter(torch.arange(n_pairs))
     got = gram.clone(), target.clone()
-    args = (fixed_rows.numpy(), solved_lines.numpy(), negated_scores.numpy(), rank)
-    _subtract_dropped_terms(got[0].numpy(), got[1].numpy(), fixed.numpy(), *args)
+    rows, lines = fixed_rows.numpy().astype(index_dtype), solved_lines.numpy().astype(index_dtype)
+    _subtract_dropped_terms(got[0].numpy(), got[1].numpy(), fixed.numpy(), rows, lines, negated_scores.numpy(), rank)
     assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
     reordered = by_scatter(torch.randperm(n_pairs, generator=generator))
     assert not torch.equal(reordered[0], expected[0]) and not torch.equal(reordered[1], expected[1])
 
 
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("pairing", ["reference", "independent"])
-def test_dropped_pairs_read_the_partner_row_of_their_line(pairing):
+def test_dropped_pairs_read_the_partner_row_of_their_line(pairing, index_dtype):
     members, n_solved, n_fixed = 5, 7, 9
     partner_rows, _ = _partner_indices(pairing, members, 1, n_solved)
     generator = torch.Generator().manual_seed(0)
     dropped_members = torch.randint(members, (50,), generator=generator)
     fixed_index = torch.randint(n_fixed, (50,), generator=generator)
     solved_index = torch.randint(n_solved, (50,), generator=generator)
-    rows, lines = np.empty(50, np.int32), np.empty(50, np.int32)
+    rows, lines = np.empty(50, index_dtype), np.empty(50, index_dtype)
     _dropped_rows_and_lines(
         rows, lines, dropped_members.numpy(), fixed_index.numpy(), solved_index.numpy(), partner_rows.numpy(), members
     )
