@@ -418,9 +418,9 @@ class LowRankEnsemble:
         The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]`` (:class:`_SideSolver`).
         """
         rows, columns, scores = matrix.observations(fit.dropped_positions)
-        members = fit.dropped_members
-        v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, scores)
-        u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, scores)
+        members, negated_scores = fit.dropped_members, scores.neg().numpy()
+        v_side = _SideSolver(self, matrix.csr(transposed=True), members, rows, columns, negated_scores)
+        u_side = _SideSolver(self, matrix.csr(transposed=False), members, columns, rows, negated_scores)
         u, v = fit.u.transpose(0, 1).contiguous(), fit.v.transpose(0, 1)
         for _ in range(iterations):
             v = v_side.solve(u)
@@ -449,9 +449,9 @@ class _SideSolver:
 
     Args:
         sparse: CSR ``O^T`` and ``(O X)^T``, ``[L, J]``.
-        dropped_members, fixed_index, solved_index, dropped_scores: ``[D]`` member,
-            fixed-side index ``j``, solved-side index ``l`` and score of each
-            dropped (member, cell).
+        dropped_members, fixed_index, solved_index: ``[D]`` member, fixed-side
+            index ``j`` and solved-side index ``l`` of each dropped (member, cell).
+        negated_scores: ``[D]`` float32 (numpy), minus each dropped cell's score.
     """
 
     def __init__(
@@ -461,7 +461,7 @@ class _SideSolver:
         dropped_members: torch.Tensor,
         fixed_index: torch.Tensor,
         solved_index: torch.Tensor,
-        dropped_scores: torch.Tensor,
+        negated_scores: np.ndarray,
     ) -> None:
         members, rank = ensemble.ensemble_size, ensemble.rank
         self.mask, self.masked_scores = sparse
@@ -481,7 +481,7 @@ class _SideSolver:
             partner_rows.numpy(),
             members,
         )
-        self.negated_scores = dropped_scores.neg().numpy()
+        self.negated_scores = negated_scores
 
     def solve(self, fixed: torch.Tensor) -> torch.Tensor:
         members, rank, length = self.members, self.rank, self.solved_length
