@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from gittinseval.cli_errors import one_line_errors, run_app
 from gittinseval.configs import CONFIG_DIR
 from gittinseval.data import mmlu_subjects
-from gittinseval.experiment import run_trials
+from gittinseval.experiment import code_commit, run_trials
 from gittinseval.launchers import check_launcher
 from gittinseval.store import RunRow
 
@@ -54,5 +54,8 @@ def _app(cfg: DictConfig) -> dict[str, float | int | None]:
 def main() -> None:
     sys.argv[1:] = expand_subject_sweep(sys.argv[1:])
     check_launcher(sys.argv[1:])
+    # Every run of this process is stamped with the commit of the code it loaded now, not
+    # with whatever is checked out when its first run finishes (the answer is cached).
+    code_commit()
     # A wrong setting is one line that names it (exit 2); HYDRA_FULL_ERROR=1 keeps the trace.
     run_app("gittinseval", _app)

@@ -156,10 +156,13 @@ def run_experiment(
     if stored is not None:
         log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
         return stored
+    # Read before the run builds its policy: the baselines are imported then, and a commit
+    # made while the run goes on must not be stamped on code loaded before it.
+    commit = code_commit()
     logger = instantiate(cfg.logger)
     result = simulate_config(cfg)
     result.summary["config_digest"] = digest
-    result.summary["commit"] = code_commit()
+    result.summary["commit"] = commit
     result.save(output_dir)
     logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
     summary = result.summary

@@ -1,6 +1,7 @@
 """The results store: export (each run once, atomic, safe against concurrent exports), the report from a store equal
 to the report from its sweep folders, runs skipped when stored with the same config, and the commit of every run."""
 
+import functools
 import json
 import multiprocessing
 import shutil
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+import gittinseval.experiment as experiment_module
 import gittinseval.store as store_module
 from gittinseval.cli import CONFIG_DIR
 from gittinseval.experiment import CODE_ROOT, code_commit, config_digest, run_experiment
@@ -264,6 +266,33 @@ def test_the_commit_names_uncommitted_changes_to_the_code_only(tmp_path):
     outside.mkdir()
     assert code_commit(outside) is None
     code_commit.cache_clear()
+
+
+def test_a_run_is_stamped_with_the_commit_checked_out_when_it_started(tmp_path, monkeypatch):
+    """A commit made while a run goes on (a sweep beside ongoing work) is not the code the run loaded."""
+    def git(*args):
+        command = ["git", "-C", str(tmp_path / "repo"), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+    (tmp_path / "repo" / "gittinseval").mkdir(parents=True)
+    git("init", "-q")
+    (tmp_path / "repo" / "gittinseval" / "core.py").write_text("x = 1\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "the code the run loads")
+    loaded = git("rev-parse", "HEAD")
+    # The same cache as the real one, for the toy repository.
+    monkeypatch.setattr(experiment_module, "code_commit", functools.cache(lambda: code_commit.__wrapped__(tmp_path / "repo")))
+    run_the_simulation = experiment_module.simulate_config
+
+    def simulate_while_someone_commits(cfg):
+        (tmp_path / "repo" / "gittinseval" / "core.py").write_text("x = 2\n")
+        git("commit", "-q", "-am", "committed during the run")
+        return run_the_simulation(cfg)
+
+    monkeypatch.setattr(experiment_module, "simulate_config", simulate_while_someone_commits)
+    run_experiment(compose_config("benchmark.subject=abstract_algebra", "budget=0.003", "logger=none"), tmp_path / "run")
+    assert git("rev-parse", "HEAD") != loaded
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["commit"] == loaded
 
 
 def test_a_sweep_whose_runs_were_all_stored_points_at_the_store(tmp_path, capsys):
