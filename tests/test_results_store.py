@@ -281,7 +281,8 @@ def test_a_run_is_stamped_with_the_commit_checked_out_when_it_started(tmp_path, 
     git("commit", "-q", "-m", "the code the run loads")
     loaded = git("rev-parse", "HEAD")
     # The same cache as the real one, for the toy repository.
-    monkeypatch.setattr(experiment_module, "code_commit", functools.cache(lambda: code_commit.__wrapped__(tmp_path / "repo")))
+    toy_commit = functools.cache(lambda: code_commit.__wrapped__(tmp_path / "repo"))
+    monkeypatch.setattr(experiment_module, "code_commit", toy_commit)
     run_the_simulation = experiment_module.simulate_config
 
     def simulate_while_someone_commits(cfg):
@@ -290,7 +291,8 @@ def test_a_run_is_stamped_with_the_commit_checked_out_when_it_started(tmp_path, 
         return run_the_simulation(cfg)
 
     monkeypatch.setattr(experiment_module, "simulate_config", simulate_while_someone_commits)
-    run_experiment(compose_config("benchmark.subject=abstract_algebra", "budget=0.003", "logger=none"), tmp_path / "run")
+    cfg = compose_config("benchmark.subject=abstract_algebra", "budget=0.003", "logger=none")
+    run_experiment(cfg, tmp_path / "run")
     assert git("rev-parse", "HEAD") != loaded
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["commit"] == loaded
 
