@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,10 @@ log = logging.getLogger(__name__)
 SIZE_FILE = ".sweep_size"
 MAX_SWEEP_FIGURES = 12
 DONE_FILE = ".sweep_done"
+# Names the sweep's own pair of those files, so that sweeps run at the same time into one
+# folder (chunks of a grid) count their own runs.  Jobs inherit it from the process that
+# launched the sweep; a job that does not (a remote Ray cluster) uses the folder's shared pair.
+SWEEP_ID_VARIABLE = "GITTINSEVAL_SWEEP_ID"
 
 
 def sweep_size(config: DictConfig) -> int:
@@ -44,9 +50,23 @@ def _finished_runs(sweep_dir: Path) -> list[Path]:
     return list(sweep_dir.rglob("summary.json"))
 
 
-def _done_counts(sweep_dir: Path) -> tuple[int, int]:
-    """(runs ended, runs of them reused as finished earlier) of the current sweep."""
-    rows = [line.split() for line in (sweep_dir / DONE_FILE).read_text().splitlines() if line.strip()]
+def _progress_files(sweep_dir: Path, sweep_id: str | None) -> tuple[Path, Path]:
+    """The size and done files of the sweep ``sweep_id`` (``None``: the folder's shared pair)."""
+    suffix = f".{sweep_id}" if sweep_id else ""
+    return sweep_dir / f"{SIZE_FILE}{suffix}", sweep_dir / f"{DONE_FILE}{suffix}"
+
+
+def _job_progress_files(sweep_dir: Path) -> tuple[Path, Path]:
+    """The progress files of the sweep this job belongs to, as far as the job can tell."""
+    own = _progress_files(sweep_dir, os.environ.get(SWEEP_ID_VARIABLE))
+    return own if own[0].is_file() else _progress_files(sweep_dir, None)
+
+
+def _done_counts(done_file: Path) -> tuple[int, int]:
+    """(runs ended, runs of them reused as finished earlier) in a done file (0, 0 if there is none)."""
+    if not done_file.is_file():
+        return 0, 0
+    rows = [line.split() for line in done_file.read_text().splitlines() if line.strip()]
     return sum(int(runs) for runs, _ in rows), sum(int(reused) for _, reused in rows)
 
 
@@ -58,15 +78,17 @@ class PlotSweep(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         total = sweep_size(config) * int(config.get("trials", 1))  # every job runs `trials` seeds
-        (sweep_dir / SIZE_FILE).write_text(f"{total}\n")
-        (sweep_dir / DONE_FILE).write_text("")
+        sweep_id = f"{socket.gethostname()}-{os.getpid()}"  # one multirun per process at a time
+        os.environ[SWEEP_ID_VARIABLE] = sweep_id
+        for size_file, done_file in (_progress_files(sweep_dir, sweep_id), _progress_files(sweep_dir, None)):
+            size_file.write_text(f"{total}\n")
+            done_file.write_text("")
         finished = len(_finished_runs(sweep_dir))
         if finished:
             log.info("%s already holds %d finished runs; runs of the same config are skipped", sweep_dir, finished)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        size_file = sweep_dir / SIZE_FILE
+        size_file, done_file = _job_progress_files(Path(config.hydra.sweep.dir))
         if not size_file.is_file():  # a single run, not a multirun
             return
         total = int(size_file.read_text())
@@ -75,18 +97,24 @@ class PlotSweep(Callback):
         runs, reused = (outcome["runs"], outcome["reused"]) if isinstance(outcome, dict) else (0, 0)
         # One short append per job is atomic on a local file opened for appending, so
         # jobs in parallel processes count without a lock.
-        with open(sweep_dir / DONE_FILE, "a") as done_file:
-            done_file.write(f"{runs} {reused}\n")
-        done = _done_counts(sweep_dir)[0]
+        with open(done_file, "a") as handle:
+            handle.write(f"{runs} {reused}\n")
+        done = _done_counts(done_file)[0]
         log.info("sweep progress: %d of %d runs finished (%.0f%%)", done, total, 100 * done / max(total, 1))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         print(f"\nRuns (trace.csv.gz, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
-        if (sweep_dir / DONE_FILE).is_file():
-            runs, reused = _done_counts(sweep_dir)
-            if reused:
-                print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
+        sweep_id = os.environ.pop(SWEEP_ID_VARIABLE, None)
+        own_size, own_done = _progress_files(sweep_dir, sweep_id)
+        runs, reused = _done_counts(own_done)
+        if not runs:  # jobs that could not see the sweep's id (a remote Ray cluster) counted in the shared file
+            runs, reused = _done_counts(_progress_files(sweep_dir, None)[1])
+        if sweep_id:
+            own_size.unlink(missing_ok=True)
+            own_done.unlink(missing_ok=True)
+        if reused:
+            print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
         store = config.get("results_store")
         if not _finished_runs(sweep_dir):  # e.g. every run was found in the results store
             print("No runs in the sweep folder" + (f"; report the results store: gittinseval-report {store}"

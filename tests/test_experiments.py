@@ -4,6 +4,7 @@ re-running a sweep skips its finished runs."""
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -100,6 +101,32 @@ def test_a_rerun_sweep_skips_its_finished_runs_and_leaves_them_untouched(tmp_pat
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in finished} == finished
     assert len(list((tmp_path / "sweep").rglob("summary.json"))) == 3
     assert "sweep progress: 3 of 3 runs finished" in rerun.stderr + rerun.stdout
+
+
+def test_sweeps_run_at_the_same_time_into_one_folder_count_their_own_runs(tmp_path):
+    """Chunks of a grid run side by side into its fixed folder: each reports its own progress and skips."""
+    sweep = tmp_path / "sweep"
+    command = [
+        sys.executable, "-m", "gittinseval", "-m", "benchmark.subject=abstract_algebra", "budget=0.003",
+        "logger=none", f"hydra.sweep.dir={sweep}", "hydra/launcher=basic",
+    ]
+    subprocess.run([*command, "seed=40"], check=True, capture_output=True, text=True, timeout=300)
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen([*command, "seed=range(40)"], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not list(sweep.glob("*seed=0/summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run([*command, "seed=40,41"], capture_output=True, text=True, timeout=300)
+    finished_by_first = sum(json.loads(p.read_text())["seed"] < 40 for p in sweep.glob("*/summary.json"))
+    first.wait(timeout=300)
+    first_output = (tmp_path / "first.log").read_text()
+    assert first.returncode == 0 and second.returncode == 0, first_output + second.stderr
+    assert 0 < finished_by_first < 40, first_output  # the second sweep started and ended while the first went on
+    assert "sweep progress: 40 of 40 runs finished (100%)" in first_output, first_output
+    assert "sweep progress: 2 of 2 runs finished (100%)" in second.stderr + second.stdout, second.stderr
+    assert "Skipped 1 runs finished earlier with the same config; ran 1." in second.stdout
+    assert "Skipped" not in first_output
+    assert [p.name for p in sweep.glob(".sweep_*.*")] == []  # each sweep removes its own progress files
 
 
 def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
