@@ -110,19 +110,20 @@ def test_sweeps_run_at_the_same_time_into_one_folder_count_their_own_runs(tmp_pa
         sys.executable, "-m", "gittinseval", "-m", "benchmark.subject=abstract_algebra", "budget=0.003",
         "logger=none", f"hydra.sweep.dir={sweep}", "hydra/launcher=basic",
     ]
-    subprocess.run([*command, "seed=40"], check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run([*command, "seed=100"], check=True, capture_output=True, text=True, timeout=300)
     with open(tmp_path / "first.log", "w") as log:
-        first = subprocess.Popen([*command, "seed=range(40)"], stdout=log, stderr=subprocess.STDOUT)
+        first = subprocess.Popen([*command, "seed=range(100)"], stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while not list(sweep.glob("*seed=0/summary.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
-    second = subprocess.run([*command, "seed=40,41"], capture_output=True, text=True, timeout=300)
-    finished_by_first = sum(json.loads(p.read_text())["seed"] < 40 for p in sweep.glob("*/summary.json"))
+    second = subprocess.run([*command, "seed=100,101"], capture_output=True, text=True, timeout=300)
+    finished_by_first = sum(json.loads(p.read_text())["seed"] < 100 for p in sweep.glob("*/summary.json"))
     first.wait(timeout=300)
     first_output = (tmp_path / "first.log").read_text()
     assert first.returncode == 0 and second.returncode == 0, first_output + second.stderr
-    assert 0 < finished_by_first < 40, first_output  # the second sweep started and ended while the first went on
-    assert "sweep progress: 40 of 40 runs finished (100%)" in first_output, first_output
+    # The second sweep started and ended while the first went on (its start-up takes a few seconds).
+    assert 0 < finished_by_first < 100, first_output
+    assert "sweep progress: 100 of 100 runs finished (100%)" in first_output, first_output
     assert "sweep progress: 2 of 2 runs finished (100%)" in second.stderr + second.stdout, second.stderr
     assert "Skipped 1 runs finished earlier with the same config; ran 1." in second.stdout
     assert "Skipped" not in first_output
