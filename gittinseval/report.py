@@ -38,6 +38,11 @@ for every other curve, the mean ± SE of the *paired* difference of simple regre
 share a benchmark (MMLU subject, matrix seed) and seed.  Pairing removes the
 between-subject and between-seed spread that both curves share, so a difference
 is judged against its own SE.
+
+Every SE in the tables is clustered by seed (:func:`mean_se`): the runs of one seed
+share its random draws on every benchmark of a panel, so a panel of S subjects and
+G seeds has G independent draws, not S G.  (The figures' bands are the plain SE
+over runs.)
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ __all__ = [
     "curve_rows",
     "export",
     "main",
+    "mean_se",
     "overview_tables",
     "paired_rows",
     "panels",
@@ -156,17 +162,37 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
     return result
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    mean = float(np.mean(values))
-    se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
-    return mean, se
+def mean_se(values: list[float], seeds: list[int]) -> tuple[float, float]:
+    """Mean of ``n`` values and its standard error, clustered by seed.
+
+    Runs of one seed share its random draws across the benchmarks of a panel (for
+    instance BO's initial design, the same configurations on every MMLU subject),
+    so their values are not independent.  The cluster-robust (CR1) variance of the mean,
+
+        SE^2 = G / (G - 1) * sum_g (sum_{i in g} (x_i - mean))^2 / n^2     (G seeds),
+
+    allows any correlation within a seed.  With one value per seed it is the usual
+    ``sd / sqrt(n)``; with equal numbers per seed, the SE of the ``G`` per-seed means.
+    ``nan`` for values of a single seed (no spread between seeds to estimate), 0 for one value.
+    """
+    x = np.asarray(values, dtype=float)
+    mean = float(x.mean())
+    if x.size == 1:
+        return mean, 0.0
+    _, cluster = np.unique(np.asarray(seeds), return_inverse=True)
+    n_clusters = int(cluster.max()) + 1
+    if n_clusters == 1:
+        return mean, math.nan
+    cluster_sums = np.bincount(cluster, weights=x - mean, minlength=n_clusters)
+    variance = n_clusters / (n_clusters - 1) * float(np.sum(cluster_sums**2)) / x.size**2
+    return mean, math.sqrt(variance)
 
 
-def _cell(values: list[float], n_runs: int, digits: int = 4) -> str:
+def _cell(values: list[float], seeds: list[int], n_runs: int, digits: int = 4) -> str:
     if not values:
         return "–"
-    mean, se = _mean_se(values)
-    text = f"{mean:.{digits}f} ± {se:.{digits}f}"
+    mean, se = mean_se(values, seeds)
+    text = f"{mean:.{digits}f} ± " + ("– (one seed)" if math.isnan(se) else f"{se:.{digits}f}")
     return text if len(values) == n_runs else f"{text} (n={len(values)})"
 
 
@@ -176,16 +202,20 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
     for label, members in panel.curves.items():
         row = {"method": label, "runs": str(len(members))}
         for percent in TABLE_PERCENTS:
-            regrets = [_regret_at(r, percent) for r in members]
-            row[f"regret @ {percent}%"] = _cell([v for v in regrets if v is not None], len(members))
+            measured = [(v, r.summary["seed"]) for r in members if (v := _regret_at(r, percent)) is not None]
+            row[f"regret @ {percent}%"] = _cell(*_columns(measured), len(members))
         stopped = [r for r in members if r.summary.get("stop_cost_pct") is not None]
-        stops = [r.summary["stop_cost_pct"] for r in stopped]
-        row["stop cost %"] = _cell(stops, len(stops), digits=3)
-        row["regret at stop"] = _cell([r.summary["stop_regret"] for r in stopped], len(stopped))
-        row["stopped"] = f"{len(stops)}/{len(members)}"
+        seeds = [r.summary["seed"] for r in stopped]
+        row["stop cost %"] = _cell([r.summary["stop_cost_pct"] for r in stopped], seeds, len(stopped), digits=3)
+        row["regret at stop"] = _cell([r.summary["stop_regret"] for r in stopped], seeds, len(stopped))
+        row["stopped"] = f"{len(stopped)}/{len(members)}"
         row["median wall s"] = f"{statistics.median(r.summary['wall_time_s'] for r in members):.3g}"
         rows.append(row)
     return rows
+
+
+def _columns(values_and_seeds: list[tuple[float, int]]) -> tuple[list[float], list[int]]:
+    return [value for value, _ in values_and_seeds], [seed for _, seed in values_and_seeds]
 
 
 def _regret_at(run: RunRow, percent: int) -> float | None:
@@ -213,11 +243,11 @@ def paired_rows(panel: Panel, versus: str) -> list[dict[str, str]]:
         row = {f"method − {versus}": label, "pairs": str(len(pairs))}
         for percent in TABLE_PERCENTS:
             differences = [
-                a - b
+                (a - b, run.summary["seed"])
                 for run, other in pairs
                 if (a := _regret_at(run, percent)) is not None and (b := _regret_at(other, percent)) is not None
             ]
-            row[f"Δ regret @ {percent}%"] = _cell(differences, len(pairs))
+            row[f"Δ regret @ {percent}%"] = _cell(*_columns(differences), len(pairs))
         rows.append(row)
     return rows
 
