@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from gittinseval.stats import clustered_mean_se
 from gittinseval.store import RunRow, find_runs, interpolate, run_grid
 
 __all__ = [
@@ -68,7 +68,8 @@ class RegretCurve:
     """Mean regret of a group of runs on a budget grid.
 
     Attributes (arrays of shape ``[G]``): ``grid`` (cost % of exhaustive),
-    ``mean``, ``stderr`` (0 where fewer than two runs) and ``count`` of runs
+    ``mean``, ``stderr`` (clustered by seed, :mod:`gittinseval.stats`; 0 where the
+    runs present are of fewer than two seeds) and ``count`` of runs
     present at each point; ``stop_pct`` is the mean stopping cost % over the runs
     whose signal fired (``None`` if none did) and ``n_stopped`` their number;
     ``init_pct`` is the mean initial-design endpoint of BO runs (``None`` otherwise).
@@ -126,12 +127,8 @@ def aggregate_group(label: str, members: list[RunRow], log_grid: bool = False) -
         raise ValueError(f"{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
     grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, log_grid)
     count = np.sum(~np.isnan(stacked), axis=0)
-    with warnings.catch_warnings():
-        # Grid points that no run (or one run) covers give NaN means / SEs.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(stacked, axis=0)
-        std = np.nanstd(stacked, axis=0, ddof=1)
-    stderr = np.where(count > 1, std / np.sqrt(np.maximum(count, 1)), 0.0)
+    mean, stderr, _ = clustered_mean_se(stacked, [row.summary["seed"] for row in members])
+    stderr = np.nan_to_num(stderr, nan=0.0)  # no band where the runs present are of one seed
     stops = [row.summary["stop_cost_pct"] for row in members if row.summary.get("stop_cost_pct") is not None]
     return RegretCurve(
         label=label,

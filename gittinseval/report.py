@@ -39,10 +39,10 @@ share a benchmark (MMLU subject, matrix seed) and seed.  Pairing removes the
 between-subject and between-seed spread that both curves share, so a difference
 is judged against its own SE.
 
-Every SE in the tables is clustered by seed (:func:`mean_se`): the runs of one seed
-share its random draws on every benchmark of a panel, so a panel of S subjects and
-G seeds has G independent draws, not S G.  (The figures' bands are the plain SE
-over runs.)
+Every SE, in the tables and the figures' bands, is clustered by seed
+(:mod:`gittinseval.stats`): the runs of one seed share its random draws on every
+benchmark of a panel, so a panel of S subjects and G seeds has G independent draws,
+not S G.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ import numpy as np
 
 from gittinseval.plotting import aggregate_group, plot_panels, plot_wall_times
 from gittinseval.simulator import REPORT_PERCENTS
+from gittinseval.stats import clustered_mean_se
 from gittinseval.store import RunRow, export_rows, load_rows
 
 __all__ = [
@@ -163,29 +164,12 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
 
 
 def mean_se(values: list[float], seeds: list[int]) -> tuple[float, float]:
-    """Mean of ``n`` values and its standard error, clustered by seed.
+    """Mean of the values and its SE clustered by seed (:func:`~gittinseval.stats.clustered_mean_se`).
 
-    Runs of one seed share its random draws across the benchmarks of a panel (for
-    instance BO's initial design, the same configurations on every MMLU subject),
-    so their values are not independent.  The cluster-robust (CR1) variance of the mean,
-
-        SE^2 = G / (G - 1) * sum_g (sum_{i in g} (x_i - mean))^2 / n^2     (G seeds),
-
-    allows any correlation within a seed.  With one value per seed it is the usual
-    ``sd / sqrt(n)``; with equal numbers per seed, the SE of the ``G`` per-seed means.
-    ``nan`` for values of a single seed (no spread between seeds to estimate), 0 for one value.
+    The SE is 0 for one value and ``nan`` for several of a single seed.
     """
-    x = np.asarray(values, dtype=float)
-    mean = float(x.mean())
-    if x.size == 1:
-        return mean, 0.0
-    _, cluster = np.unique(np.asarray(seeds), return_inverse=True)
-    n_clusters = int(cluster.max()) + 1
-    if n_clusters == 1:
-        return mean, math.nan
-    cluster_sums = np.bincount(cluster, weights=x - mean, minlength=n_clusters)
-    variance = n_clusters / (n_clusters - 1) * float(np.sum(cluster_sums**2)) / x.size**2
-    return mean, math.sqrt(variance)
+    mean, se, _ = clustered_mean_se(np.asarray(values, dtype=float), seeds)
+    return float(mean[0]), 0.0 if len(values) == 1 else float(se[0])
 
 
 def _cell(values: list[float], seeds: list[int], n_runs: int, digits: int = 4) -> str:

@@ -6,7 +6,7 @@ fake runs to them, and the expected numbers are computed from the runs' traces."
 import numpy as np
 import pytest
 
-from gittinseval.report import curve_rows, main, mean_se, overview_tables, paired_rows, panels, write_report
+from gittinseval.report import curve_rows, main, overview_tables, paired_rows, panels, write_report
 from gittinseval.simulator import RunResult
 from gittinseval.store import RunRow
 
@@ -107,40 +107,6 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
     assert overview["2 % GittinsEval-S"] == by_method["GittinsEval-S"]["regret @ 2%"]
     assert overview["GittinsEval-EB − GittinsEval-S @ 2 %"] == row["Δ regret @ 2%"]
     assert overview["runs"] == "GittinsEval-EB 9, GittinsEval-S 8"
-
-
-def test_the_seed_clustered_se_reduces_to_the_plain_one_and_to_that_of_the_seed_means():
-    rng = np.random.default_rng(5)
-    values = rng.normal(size=7)
-    assert mean_se(list(values), list(range(7))) == pytest.approx((values.mean(), values.std(ddof=1) / np.sqrt(7)))
-    by_seed = rng.normal(size=(5, 3))  # 5 seeds x 3 subjects, listed subject by subject
-    seeds = [seed for _ in range(3) for seed in range(5)]
-    seed_means = by_seed.mean(axis=1)
-    mean, se = mean_se(list(by_seed.T.ravel()), seeds)
-    assert (mean, se) == pytest.approx((seed_means.mean(), seed_means.std(ddof=1) / np.sqrt(5)))
-    assert mean_se([0.3], [0]) == (0.3, 0.0)
-    assert np.isnan(mean_se([0.1, 0.2], [4, 4])[1])
-
-
-def test_the_seed_clustered_se_is_the_spread_of_the_mean_when_a_seed_is_shared_across_subjects():
-    """Monte Carlo: 20 seeds x 6 subjects, a seed effect of sd 1 and a run effect of sd 1.
-
-    The mean's sd is sqrt(1/20 + 1/120) = 0.2415; the plain SE over the 120 runs, about
-    sqrt(2/120) = 0.129, understates it; the clustered SE matches it on average.
-    """
-    rng = np.random.default_rng(11)
-    seeds = [seed for _ in range(6) for seed in range(20)]
-    means, clustered, plain = [], [], []
-    for _ in range(4000):
-        values = np.repeat(rng.normal(size=(1, 20)), 6, axis=0).ravel() + rng.normal(size=120)
-        mean, se = mean_se(list(values), seeds)
-        means.append(mean)
-        clustered.append(se**2)
-        plain.append(values.var(ddof=1) / 120)
-    true_sd = np.sqrt(1 / 20 + 1 / 120)
-    assert np.std(means) == pytest.approx(true_sd, rel=0.04)
-    assert np.sqrt(np.mean(clustered)) == pytest.approx(true_sd, rel=0.04)
-    assert np.sqrt(np.mean(plain)) < 0.6 * true_sd
 
 
 def test_values_of_one_seed_have_no_se():

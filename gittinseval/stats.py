@@ -1,0 +1,50 @@
+"""Means of runs and their standard errors, clustered by seed.
+
+A run's seed fixes its random draws on every benchmark of a panel (BO's initial
+design, for one, is the same configurations on every MMLU subject), so runs of one
+seed are not independent: a panel of S subjects and G seeds holds G independent
+draws, not S G.  The cluster-robust (CR1) variance of a mean allows any
+correlation within a seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["clustered_mean_se"]
+
+
+def clustered_mean_se(values: np.ndarray, clusters: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Column means of ``values [R, P]`` (``nan``: no value) and their seed-clustered standard errors.
+
+    For column ``p`` with ``n_p`` values in ``G_p`` clusters (``clusters [R]``: the seed of each row),
+
+        mean_p = (1 / n_p) sum_i x_ip,
+        SE_p^2 = G_p / (G_p - 1) * sum_g (sum_{i in g} (x_ip - mean_p))^2 / n_p^2.
+
+    With one value per cluster ``SE_p`` is the usual ``sd / sqrt(n_p)``; with equal
+    numbers per cluster, the SE of the ``G_p`` cluster means.  A 1-D ``values`` is one column.
+
+    Returns:
+        ``mean [P]`` (``nan`` without values), ``se [P]`` (``nan`` where ``G_p < 2``:
+        no spread between clusters to estimate) and ``G_p [P]``.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    if x.ndim != 2 or len(clusters) != x.shape[0]:
+        raise ValueError(f"values must be [R] or [R, P] with one cluster per row, got {x.shape} and {len(clusters)}")
+    present = ~np.isnan(x)
+    count = present.sum(axis=0)
+    mean = np.divide(np.where(present, x, 0.0).sum(axis=0), count, out=np.full(x.shape[1], np.nan), where=count > 0)
+    _, cluster = np.unique(np.asarray(clusters), return_inverse=True)
+    membership = np.zeros((cluster.max() + 1, x.shape[0]))
+    membership[cluster, np.arange(x.shape[0])] = 1.0
+    cluster_sums = membership @ np.where(present, x - mean, 0.0)  # [G, P]
+    n_clusters = ((membership @ present) > 0).sum(axis=0)
+    se = np.full(x.shape[1], np.nan)
+    several = n_clusters > 1
+    g = n_clusters[several]
+    se[several] = np.sqrt(g / (g - 1) * (cluster_sums[:, several] ** 2).sum(axis=0)) / count[several]
+    return mean, se, n_clusters
