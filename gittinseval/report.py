@@ -48,7 +48,6 @@ not S G.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import statistics
 from collections import defaultdict
@@ -69,7 +68,6 @@ __all__ = [
     "curve_rows",
     "export",
     "main",
-    "mean_se",
     "overview_tables",
     "paired_rows",
     "panels",
@@ -163,20 +161,19 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
     return result
 
 
-def mean_se(values: list[float], seeds: list[int]) -> tuple[float, float]:
-    """Mean of the values and its SE clustered by seed (:func:`~gittinseval.stats.clustered_mean_se`).
-
-    The SE is 0 for one value and ``nan`` for several of a single seed.
-    """
-    mean, se, _ = clustered_mean_se(np.asarray(values, dtype=float), seeds)
-    return float(mean[0]), 0.0 if len(values) == 1 else float(se[0])
-
-
 def _cell(values: list[float], seeds: list[int], n_runs: int, digits: int = 4) -> str:
+    """``mean ± SE`` clustered by seed (:func:`~gittinseval.stats.clustered_mean_se`); the SE of
+    one value is 0, that of several of a single seed cannot be estimated."""
     if not values:
         return "–"
-    mean, se = mean_se(values, seeds)
-    text = f"{mean:.{digits}f} ± " + ("– (one seed)" if math.isnan(se) else f"{se:.{digits}f}")
+    mean, se, _ = clustered_mean_se(np.asarray(values, dtype=float), seeds)
+    if len(values) == 1:
+        spread = f"{0:.{digits}f}"
+    elif np.isnan(se[0]):
+        spread = "– (one seed)"
+    else:
+        spread = f"{se[0]:.{digits}f}"
+    text = f"{mean[0]:.{digits}f} ± {spread}"
     return text if len(values) == n_runs else f"{text} (n={len(values)})"
 
 
