@@ -161,11 +161,13 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
     return result
 
 
-def _cell(values: list[float], seeds: list[int], n_runs: int, digits: int = 4) -> str:
-    """``mean ± SE`` clustered by seed (:func:`~gittinseval.stats.clustered_mean_se`); the SE of
-    one value is 0, that of several of a single seed cannot be estimated."""
-    if not values:
+def _cell(measured: list[tuple[float, int]], n_runs: int, digits: int = 4) -> str:
+    """``mean ± SE`` of ``(value, seed)`` pairs, clustered by seed
+    (:func:`~gittinseval.stats.clustered_mean_se`); the SE of one value is 0, that of
+    several of a single seed cannot be estimated."""
+    if not measured:
         return "–"
+    values, seeds = zip(*measured, strict=True)
     mean, se, _ = clustered_mean_se(np.asarray(values, dtype=float), seeds)
     if len(values) == 1:
         spread = f"{0:.{digits}f}"
@@ -184,19 +186,14 @@ def curve_rows(panel: Panel) -> list[dict[str, str]]:
         row = {"method": label, "runs": str(len(members))}
         for percent in TABLE_PERCENTS:
             measured = [(v, r.summary["seed"]) for r in members if (v := _regret_at(r, percent)) is not None]
-            row[f"regret @ {percent}%"] = _cell(*_columns(measured), len(members))
+            row[f"regret @ {percent}%"] = _cell(measured, len(members))
         stopped = [r for r in members if r.summary.get("stop_cost_pct") is not None]
-        seeds = [r.summary["seed"] for r in stopped]
-        row["stop cost %"] = _cell([r.summary["stop_cost_pct"] for r in stopped], seeds, len(stopped), digits=3)
-        row["regret at stop"] = _cell([r.summary["stop_regret"] for r in stopped], seeds, len(stopped))
+        row["stop cost %"] = _cell([(r.summary["stop_cost_pct"], r.summary["seed"]) for r in stopped], len(stopped), 3)
+        row["regret at stop"] = _cell([(r.summary["stop_regret"], r.summary["seed"]) for r in stopped], len(stopped))
         row["stopped"] = f"{len(stopped)}/{len(members)}"
         row["median wall s"] = f"{statistics.median(r.summary['wall_time_s'] for r in members):.3g}"
         rows.append(row)
     return rows
-
-
-def _columns(values_and_seeds: list[tuple[float, int]]) -> tuple[list[float], list[int]]:
-    return [value for value, _ in values_and_seeds], [seed for _, seed in values_and_seeds]
 
 
 def _regret_at(run: RunRow, percent: int) -> float | None:
@@ -228,7 +225,7 @@ def paired_rows(panel: Panel, versus: str) -> list[dict[str, str]]:
                 for run, other in pairs
                 if (a := _regret_at(run, percent)) is not None and (b := _regret_at(other, percent)) is not None
             ]
-            row[f"Δ regret @ {percent}%"] = _cell(*_columns(differences), len(pairs))
+            row[f"Δ regret @ {percent}%"] = _cell(differences, len(pairs))
         rows.append(row)
     return rows
 
