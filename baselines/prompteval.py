@@ -9,14 +9,14 @@ from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 
 from baselines._common import RunningMeans, cell_budget
-from gittinseval.protocol import (
+from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,
     Request,
     argmax_by_priority,
     check_batch_size,
 )
-from gittinseval.validation import positive_float, positive_int
+from gittinseval.utils.validation import positive_float, positive_int
 
 __all__ = ["PromptEvalPolicy", "rasch_completion"]
 

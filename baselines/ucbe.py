@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from baselines._common import RunningMeans
-from gittinseval.protocol import (
+from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,
     RandomExampleOrder,
@@ -16,7 +16,7 @@ from gittinseval.protocol import (
     excluding,
     optional_batch_size,
 )
-from gittinseval.validation import non_negative_float
+from gittinseval.utils.validation import non_negative_float
 
 __all__ = ["UCBEPolicy"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._common import RunningMeans
-from gittinseval.protocol import (
+from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,
     RandomExampleOrder,

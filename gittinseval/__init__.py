@@ -1,15 +1,32 @@
-"""GittinsEval: cost-aware adaptive evaluation of LLM configurations with Gittins indices."""
+"""GittinsEval: cost-aware adaptive evaluation of LLM configurations with Gittins indices.
 
-from gittinseval.costs import PriceCost, UnitCost
+The package is in floors, each importing only the ones below it:
+``utils`` -> ``data`` -> ``core`` -> policies (``baselines``) -> ``sim`` / ``live`` ->
+``results`` -> ``cli``.  The names below are the public front door.  The live
+evaluator (and with it the OpenAI client) is imported only when one of its names is
+first used, so that simulator processes and command-line calls do not pay for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from gittinseval.core.costs import PriceCost, UnitCost
+from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
+from gittinseval.core.gittins import GittinsPolicy
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.priors import BenchmarkPrior, EmpiricalPrior, GaussianPrior
+from gittinseval.core.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
+from gittinseval.core.roots import EmpiricalTargetChain, root_schedule
 from gittinseval.data import Benchmark
-from gittinseval.empirical_prior import EmpiricalPriorEstimator
-from gittinseval.gittins import GittinsPolicy
-from gittinseval.live import Evaluator, evaluate
-from gittinseval.posterior import FiniteBenchmarkPosterior
-from gittinseval.priors import BenchmarkPrior, EmpiricalPrior, GaussianPrior
-from gittinseval.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
-from gittinseval.roots import EmpiricalTargetChain, root_schedule
-from gittinseval.simulator import RunResult, simulate
+from gittinseval.sim.simulator import RunResult, simulate
+
+if TYPE_CHECKING:
+    from gittinseval.live import Evaluator, evaluate
+
+# Public names whose modules are imported on first use: name -> module.
+_LAZY = {"Evaluator": "gittinseval.live", "evaluate": "gittinseval.live"}
 
 __all__ = [
     "Benchmark",
@@ -34,3 +51,15 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this hook
+        return value
+    raise AttributeError(f"module 'gittinseval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

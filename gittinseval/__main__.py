@@ -1,4 +1,4 @@
-from gittinseval.cli import main
+from gittinseval.cli.simulate import main
 
 if __name__ == "__main__":
     main()

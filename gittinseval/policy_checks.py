@@ -23,11 +23,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gittinseval.core.params import build, target_of
+from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 from gittinseval.data import Benchmark
-from gittinseval.params import build, target_of
-from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import EvaluationProblem, Policy, Request
-from gittinseval.simulator import RunResult, simulate
+from gittinseval.sim.simulator import RunResult, simulate
 
 __all__ = ["CHECKS", "check_policy", "conformance_benchmark"]
 
@@ -72,7 +72,7 @@ def _scores_of(bench: Benchmark, request: Request) -> np.ndarray:
 def check_declarations(make: PolicyFactory, bench: Benchmark) -> None:
     """Names, capabilities and the recorded parameters are of the documented types."""
     policy = make()
-    assert isinstance(policy, Policy), f"{type(policy).__name__} is not a gittinseval.protocol.Policy"
+    assert isinstance(policy, Policy), f"{type(policy).__name__} is not a gittinseval.core.protocol.Policy"
     assert isinstance(policy.name, str) and isinstance(policy.label, str), "name and label must be strings"
     assert isinstance(policy.uses_prior, bool) and isinstance(policy.concurrent, bool)
     assert policy.live_limitation is None or isinstance(policy.live_limitation, str)

@@ -2,7 +2,7 @@
 
 Scores batches of ``--batch-size`` samples of the bundled arithmetic task
 (gittinseval/live/examples/inspect_arithmetic.py) through
-:class:`gittinseval.live.inspect_task.InspectScorer`, on inspect's ``mockllm`` with
+:class:`gittinseval.live.tasks.inspect_task.InspectScorer`, on inspect's ``mockllm`` with
 scripted replies that carry their own usage and answer after ``--latency`` seconds
 (the model's own time; samples of a batch run concurrently, so a batch's model time is
 one latency).  Prints, over ``--batches`` batches after the first call:
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from gittinseval.live.examples.inspect_arithmetic import scripted_replies
-from gittinseval.live.inspect_task import inspect_task
+from gittinseval.live.tasks.inspect_task import inspect_task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "gittinseval" / "live" / "examples"
 

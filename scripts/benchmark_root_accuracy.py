@@ -20,7 +20,7 @@ import itertools
 import numpy as np
 
 from gittinseval import root_schedule
-from gittinseval.roots import EmpiricalTargetChain
+from gittinseval.core.roots import EmpiricalTargetChain
 
 CHAINS = [(60, 4), (200, 8), (500, 1), (1534, 8), (1534, 32)]
 PRIOR_VARS = [0.04, 0.005]

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/benchmark_threads.py [--repeats 7] [--subject moral_scenarios] [--threads 1 2]
 
 For each torch thread count (``--threads``; 1 is the library's and a run's default, see
-``gittinseval/threads.py``), two calls are timed in wall seconds, each ``--repeats`` times
+``gittinseval/utils/threads.py``), two calls are timed in wall seconds, each ``--repeats`` times
 alone and as often beside a competitor (a second Python process spinning on one core),
 in turn:
 
@@ -30,11 +30,11 @@ from collections.abc import Callable
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from gittinseval.configs import CONFIG_DIR
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.core.gittins import _completed_root_table
+from gittinseval.core.roots import root_schedule
 from gittinseval.data import load_mmlu
-from gittinseval.experiment import simulate_config
-from gittinseval.gittins import _completed_root_table
-from gittinseval.roots import root_schedule
+from gittinseval.sim.experiment import simulate_config
 
 SPIN = "while True: pass"
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from gittinseval.cli import CONFIG_DIR
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.core.gittins import _completed_root_table
 from gittinseval.data import load_mmlu, mmlu_subjects
-from gittinseval.experiment import run_trials
-from gittinseval.gittins import _completed_root_table
+from gittinseval.sim.experiment import run_trials
 
 SEEDS_PER_SUBJECT, CORES = 20, 2
 

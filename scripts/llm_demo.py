@@ -20,10 +20,10 @@ import time
 
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from local_server import LocalLlamaServer
 
-from gittinseval.cli import CONFIG_DIR
-from gittinseval.live.local_server import LocalLlamaServer
-from gittinseval.live_cli import LIVE_CONFIG_NAME
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.cli.live import LIVE_CONFIG_NAME
 
 
 def exhaustive_dollars() -> float:
@@ -45,7 +45,7 @@ def main() -> None:
     with LocalLlamaServer(port=args.port) as server:
         print(f"server up at {server.base_url}; budget ${budget:.6f} ({args.fraction:.0%} of exhaustive)", flush=True)
         command = [
-            sys.executable, "-m", "gittinseval.live_cli", "task=llm_demo",
+            sys.executable, "-m", "gittinseval.cli.live", "task=llm_demo",
             f"task.score_fn.base_url={server.base_url}", f"budget_usd={budget}", *overrides,
         ]
         start = time.perf_counter()

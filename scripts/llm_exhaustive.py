@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from local_server import LocalLlamaServer
 
-from gittinseval.cli import CONFIG_DIR
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.cli.live import LIVE_CONFIG_NAME
 from gittinseval.live import LiveTask
-from gittinseval.live.local_server import LocalLlamaServer
-from gittinseval.live_cli import LIVE_CONFIG_NAME
 
 
 async def ask_every_question(task: LiveTask) -> dict[str, np.ndarray]:

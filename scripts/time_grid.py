@@ -32,9 +32,9 @@ from statistics import mean
 
 from hydra import compose, initialize_config_dir
 
-from gittinseval.configs import CONFIG_DIR
+from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.data.mmlu import _subject_table, mmlu_subjects
-from gittinseval.experiment import simulate_config
+from gittinseval.sim.experiment import simulate_config
 
 REPRESENTATIVE = {"small": "management", "medium": "conceptual_physics", "large": "high_school_psychology"}
 BANDITS = ["gittins_G", "gittins_S", "ucbe", "sysrs", "prompteval"]

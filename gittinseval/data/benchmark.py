@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gittinseval.validation import positive_finite_values
+from gittinseval.utils.validation import positive_finite_values
 
 __all__ = ["Benchmark", "validate_matrix", "validate_prices"]
 

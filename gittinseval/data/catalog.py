@@ -1,4 +1,4 @@
-"""What data the package has, as printed by ``gittinseval-data list`` (:mod:`gittinseval.data_cli`)."""
+"""What data the package has, as printed by ``gittinseval-data list`` (:mod:`gittinseval.cli.data`)."""
 
 from __future__ import annotations
 

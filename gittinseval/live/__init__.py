@@ -5,7 +5,7 @@
 - :class:`Evaluator`: ask/tell over live scores, recorded in SQLite.
 - :func:`evaluate` / :func:`evaluate_async`: drive a scoring function concurrently
   to a budget, with progress, retries and clean stops.
-- :mod:`gittinseval.live.scoring`: a response-matrix scorer and an
+- :mod:`gittinseval.live.tasks.scoring`: a response-matrix scorer and an
   OpenAI-compatible chat scorer.
 """
 
@@ -13,9 +13,9 @@ from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import LiveResult, evaluate, evaluate_async
 from gittinseval.live.evaluator import ArmStatus, Evaluator, Recommendation
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
-from gittinseval.live.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
-from gittinseval.live.store import RunStore, StoreLockedError
+from gittinseval.live.run_store import RunStore, StoreLockedError
 from gittinseval.live.task import LiveTask, arm_name, dataset_digest
+from gittinseval.live.tasks.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
 
 __all__ = [
     "ArmStatus",

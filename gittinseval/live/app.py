@@ -11,11 +11,11 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import LiveResult, evaluate_async
 from gittinseval.live.dry_run import dry_run_report
 from gittinseval.live.task import UNIT, LiveTask
-from gittinseval.protocol import FALLBACK_BATCH_SIZE
 
 __all__ = ["dry_run", "run_live"]
 

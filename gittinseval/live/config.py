@@ -11,11 +11,11 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.core.gittins import GittinsPolicy
+from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.protocol import Policy, Request
 from gittinseval.data import Benchmark
-from gittinseval.gittins import GittinsPolicy
-from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import Policy, Request
-from gittinseval.validation import non_negative_float, non_negative_int, positive_float, positive_int
+from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_float, positive_int
 
 __all__ = ["LiveConfig"]
 
@@ -34,7 +34,7 @@ class LiveConfig:
             store (with ``costs="unit"``, every example costs 1 and this counts
             examples); ``None``: no limit, the run ends when the policy has nothing
             more to ask.  Budget-planning policies (SySRs, PromptEval, UCB-E-LRF) plan
-            for it in their raw cost unit (:class:`~gittinseval.protocol.EvaluationProblem`'s
+            for it in their raw cost unit (:class:`~gittinseval.core.protocol.EvaluationProblem`'s
             ``budget``), or for the exhaustive cost without one.
         policy: a fresh live-capable policy (the evaluator resets it); default GittinsEval.
         prior: the Gaussian prior of an arm's mean score (resolve a ``BenchmarkPrior`` first).
@@ -90,7 +90,7 @@ class LiveConfig:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
         if not isinstance(self.policy, Policy):
-            raise ValueError(f"policy must be a gittinseval.protocol.Policy, got {type(self.policy).__name__}")
+            raise ValueError(f"policy must be a gittinseval.core.protocol.Policy, got {type(self.policy).__name__}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
         if self.fork is not None and not self.fork.exists():

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from gittinseval.core.protocol import Request
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import ArmStatus, Attempt, Evaluator, Recommendation
 from gittinseval.live.failures import is_transient
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import start_tracking
-from gittinseval.protocol import Request
 
 __all__ = ["LiveResult", "evaluate", "evaluate_async"]
 
@@ -180,7 +180,7 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     called after each tell.
 
     Logging: ``config.logger`` is an object of the ``logger=`` group
-    (:class:`~gittinseval.loggers.WandbLogger`, ``NullLogger`` or ``None``).
+    (:class:`~gittinseval.sim.loggers.WandbLogger`, ``NullLogger`` or ``None``).
     A W&B run in ``config.log_dir`` (default: the store's directory, else the
     current one) gets ``config.log_config`` as its config and the figures of
     :mod:`gittinseval.live.tracking` after every tell; a resumed store

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gittinseval.live.labels import arm_labels
-from gittinseval.validation import non_negative_float, positive_float, positive_int
+from gittinseval.utils.validation import non_negative_float, positive_float, positive_int
 
 __all__ = ["dry_run_report"]
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from gittinseval.core.params import build, target_of
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
-from gittinseval.live.store import STORE_FORMAT, AttemptOutcome, RunStore, StoredEvent, describe_differences
+from gittinseval.live.run_store import STORE_FORMAT, AttemptOutcome, RunStore, StoredEvent, describe_differences
 from gittinseval.live.task import LiveTask, TaskDefinition
-from gittinseval.params import build, target_of
-from gittinseval.posterior import FiniteBenchmarkPosterior
-from gittinseval.priors import GaussianPrior
-from gittinseval.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 
 __all__ = ["SAME_SCORE_AFTER", "ArmStatus", "Attempt", "Evaluator", "Recommendation"]
 
@@ -61,7 +61,7 @@ class Recommendation:
 
     ``mean`` and ``variance`` are ``M`` and ``V`` of the finite-benchmark posterior
     under the run's prior (the same for every policy); ``lcb = M - kappa sqrt(V)``
-    with the ``kappa`` of the policy's :meth:`~gittinseval.protocol.Policy.posterior_report`
+    with the ``kappa`` of the policy's :meth:`~gittinseval.core.protocol.Policy.posterior_report`
     (1 unless the policy has its own, as GittinsEval does).  For
     GittinsEval this is the score its recommendation maximises.  GittinsEval-EB
     (``prior_estimator``) maximises it under its learned prior instead, which its
@@ -115,7 +115,7 @@ class ArmStatus:
 class Evaluator:
     """A policy as an ask/tell loop over live scores, recorded in SQLite.
 
-    ``ask()`` returns the next :class:`~gittinseval.protocol.Request` (an arm and
+    ``ask()`` returns the next :class:`~gittinseval.core.protocol.Request` (an arm and
     the ids of its batch of unseen examples), ``tell(request, scores, cost)``
     records its scores and ``cancel(request)`` takes back one that will not be
     told.  The evaluator drives ``policy`` only through the public protocol
@@ -153,7 +153,7 @@ class Evaluator:
     :meth:`tell` is one call, recorded at once.
 
     Store: every issue, call, tell and cancel is written to the SQLite file of
-    ``config.store`` (or ``config.fork``; see :mod:`gittinseval.live.store`) before
+    ``config.store`` (or ``config.fork``; see :mod:`gittinseval.live.run_store`) before
     the method returns.  Opening an existing store replays its events through the
     public protocol in the order they happened, checking that the policy re-selects
     each stored request; this restores the policy, the posterior, the stopping
@@ -161,7 +161,7 @@ class Evaluator:
     are handed out again by the next calls to ``ask()``, oldest first.  A store made
     with other arms, costs, scorer, examples, policy or settings is refused with an
     error listing the differences, and a store open in another evaluator is refused
-    with a :class:`~gittinseval.live.store.StoreLockedError`.
+    with a :class:`~gittinseval.live.run_store.StoreLockedError`.
 
     Args:
         task: the arms (strings, or JSON-serialisable configurations), the examples
@@ -245,8 +245,8 @@ class Evaluator:
     def from_store(cls, store: str | Path) -> Evaluator:
         """Reopen an existing store with the arms, policy and settings it was created with.
 
-        The policy is rebuilt by :func:`~gittinseval.params.build` from its ``_target_``
-        and its recorded parameters (:meth:`~gittinseval.protocol.Policy.get_params`,
+        The policy is rebuilt by :func:`~gittinseval.core.params.build` from its ``_target_``
+        and its recorded parameters (:meth:`~gittinseval.core.protocol.Policy.get_params`,
         nested objects included, with the batch size the run resolved).  No scoring
         function is rebuilt: the caller scores (ask/tell).
         """

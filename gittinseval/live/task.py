@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from gittinseval.core.params import get_params, target_of
 from gittinseval.data import Benchmark, validate_prices
 from gittinseval.live.labels import arm_labels
-from gittinseval.params import get_params, target_of
 
 __all__ = [
     "TOKENS_PER_MILLION",
@@ -53,7 +53,7 @@ def scorer_identity(score_fn: Callable[..., Any] | None) -> dict[str, Any] | Non
     """What turns a reply into a score and a cost, as a store records it (``None``: no scorer).
 
     A scorer with an ``identity()`` method gives its own (its ``_target_`` added); any
-    other object its ``_target_`` and constructor parameters (:func:`~gittinseval.params.get_params`),
+    other object its ``_target_`` and constructor parameters (:func:`~gittinseval.core.params.get_params`),
     or its ``_target_`` alone when they cannot be read; a plain function its qualified
     name.  A change of a function's body goes unseen: give it a new name, or use a
     new store.

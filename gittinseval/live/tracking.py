@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gittinseval.live.evaluator import Evaluator
-from gittinseval.loggers import NullLogger, WandbLogger
+from gittinseval.sim.loggers import NullLogger, WandbLogger
 
 __all__ = ["LiveTracker", "start_tracking"]
 
@@ -71,7 +71,7 @@ def start_tracking(
 ) -> LiveTracker:
     """A tracker for ``logger`` (a ``logger=`` group object, or ``None``).
 
-    With a :class:`~gittinseval.loggers.WandbLogger`, starts (or, when the store
+    With a :class:`~gittinseval.sim.loggers.WandbLogger`, starts (or, when the store
     has one, resumes) the W&B run in ``directory``.
     """
     if logger is None or isinstance(logger, NullLogger):

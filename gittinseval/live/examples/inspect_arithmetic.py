@@ -1,6 +1,6 @@
 """An inspect_ai task on the twenty bundled arithmetic questions, and scripted replies to run it offline.
 
-    from gittinseval.live.inspect_task import inspect_task
+    from gittinseval.live.tasks.inspect_task import inspect_task
     task = inspect_task("gittinseval/live/examples/inspect_arithmetic.py@arithmetic", arms=[...], prices=...)
 
 Each question asks for a number only; inspect's ``match(numeric=True)`` scorer reads
@@ -24,7 +24,7 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, ModelUsag
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
-from gittinseval.validation import non_negative_float, non_negative_int
+from gittinseval.utils.validation import non_negative_float, non_negative_int
 
 QUESTIONS = Path(__file__).with_name("arithmetic.jsonl")
 

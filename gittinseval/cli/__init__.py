@@ -1,0 +1,1 @@
+"""The command-line apps (thin Hydra apps) and their one-line errors."""

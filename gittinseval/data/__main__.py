@@ -1,4 +1,0 @@
-from gittinseval.data_cli import main
-
-if __name__ == "__main__":
-    main()

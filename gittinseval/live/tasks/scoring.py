@@ -1,0 +1,340 @@
+"""Scoring functions for live runs: a response matrix with latency, and an OpenAI-compatible chat endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+
+from gittinseval.data import Benchmark
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
+from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask, scorer_identity
+from gittinseval.live.tasks.graders import FirstWord, GraderFn, grade
+from gittinseval.live.tasks.prices import ModelPrice, Prices, load_prices
+from gittinseval.live.tasks.prompts import PromptTemplate, chat_messages, example_field
+
+__all__ = [
+    "MatrixScorer",
+    "OpenAIChatScorer",
+    "bundled_examples",
+    "chat_task",
+    "expected_chat_costs",
+    "matrix_task",
+    "read_jsonl",
+]
+
+
+class MatrixScorer:
+    """``score_fn`` that reads a complete ``[K, N]`` response matrix.
+
+    ``scorer(arm, example_ids)`` sleeps ``latency`` seconds (a stand-in for an
+    LLM call) and returns ``scores[row, example_ids]``, where ``row`` is ``arm``
+    itself for an integer arm, or its position in ``arm_names``.
+    """
+
+    def __init__(self, scores: np.ndarray, latency: float = 0.0, arm_names: Sequence[str] = ()) -> None:
+        if not latency >= 0:
+            raise ValueError(f"latency must be non-negative seconds, got {latency!r}")
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.latency = float(latency)
+        self.rows = {name: row for row, name in enumerate(arm_names)}
+
+    def identity(self) -> dict[str, Any]:
+        """What makes a score: the matrix (by its SHA-256) and the arms' rows; not the latency."""
+        digest = hashlib.sha256(str(self.scores.shape).encode() + self.scores.tobytes()).hexdigest()
+        return {"scores_sha256": digest, "arm_names": list(self.rows)}
+
+    def __call__(self, arm: int | str, examples: Sequence[int]) -> np.ndarray:
+        if self.latency:
+            time.sleep(self.latency)
+        row = self.rows[arm] if isinstance(arm, str) else int(arm)
+        return self.scores[row, np.asarray(examples, dtype=np.int64)]
+
+
+def matrix_task(
+    benchmark: Benchmark, latency: float = 0.0, tokens_per_example: float = 1000.0, name: str | None = None
+) -> LiveTask:
+    """A live task that replays ``benchmark``: arms are its arm names, examples its ids.
+
+    An example of arm ``k`` costs ``price_k * tokens_per_example / 1e6`` dollars
+    (the bundled prices are USD per 1M tokens), so the policy's raw cost
+    ``dollars * 1e6 / tokens_per_example`` is the price again; without prices
+    the task has no costs.
+    """
+    if not tokens_per_example > 0:
+        raise ValueError(f"tokens_per_example must be positive, got {tokens_per_example!r}")
+    # Dollars per raw unit, then the product: the evaluator divides by the same
+    # factor, so the policy sees the prices bit for bit (for 1000 tokens).
+    dollars_per_unit = tokens_per_example / TOKENS_PER_MILLION
+    costs = None if benchmark.prices is None else benchmark.prices * dollars_per_unit
+    return LiveTask(
+        arms=list(benchmark.arm_names),
+        examples=list(range(benchmark.n_examples)),
+        score_fn=MatrixScorer(benchmark.scores, latency, benchmark.arm_names),
+        costs=None if costs is None else costs.tolist(),
+        tokens_per_example=float(tokens_per_example),
+        binary=benchmark.binary,
+        benchmark=benchmark,
+        name=benchmark.name.replace("/", "_") if name is None else name,
+    )
+
+
+def chat_task(
+    arms: Sequence[Mapping[str, Any]],
+    examples: Sequence[Mapping[str, Any]],
+    score_fn: OpenAIChatScorer,
+    prompt_tokens: float = 100.0,
+    completion_tokens: float | None = 20.0,
+    binary: bool = True,
+    name: str = "chat",
+) -> LiveTask:
+    """A live task on a chat endpoint: expected costs from ``score_fn.prices`` and the
+    expected token counts (see :func:`expected_chat_costs`), and
+    ``tokens_per_example = prompt_tokens + completion_tokens`` (with
+    ``completion_tokens=None``, the arms' mean ``max_tokens``)."""
+    completion = (
+        float(np.mean([arm["max_tokens"] for arm in arms if "max_tokens" in arm] or [0.0]))
+        if completion_tokens is None
+        else completion_tokens
+    )
+    return LiveTask(
+        arms=list(arms),
+        examples=list(examples),
+        score_fn=score_fn,
+        costs=expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens),
+        tokens_per_example=float(prompt_tokens + completion),
+        binary=binary,
+        name=name,
+    )
+
+
+def read_jsonl(path: str | Path | None = None, bundled: str | None = None) -> list[dict[str, Any]]:
+    """Examples from a JSON-lines file ``path``, or the bundled file named ``bundled``
+    (in ``gittinseval/live/examples/``); neither: the bundled arithmetic examples."""
+    if path is not None:
+        path = Path(path)
+    elif bundled is not None:
+        path = bundled_examples().with_name(bundled)
+        if not path.is_file():
+            available = sorted(p.name for p in path.parent.glob("*.jsonl"))
+            raise ValueError(f"no bundled examples {bundled!r}; bundled: {', '.join(available)}")
+    else:
+        path = bundled_examples()
+    if not path.is_file():
+        raise ValueError(f"no examples file {path}")
+    examples = []
+    with open(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                examples.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not JSON ({error.msg}, column {error.colno})") from None
+    if not examples:
+        raise ValueError(f"{path} holds no examples (one JSON object per line)")
+    return examples
+
+
+def bundled_prices() -> Path:
+    """Example prices (USD per 1M tokens) of OpenAI's models and inspect_ai's mock model, in inspect_ai's
+    model cost config shape."""
+    return Path(__file__).resolve().parents[1] / "examples" / "prices.yaml"
+
+
+def bundled_examples() -> Path:
+    """Twenty short arithmetic questions with one-word answers, for the chat example."""
+    return Path(__file__).resolve().parents[1] / "examples" / "arithmetic.jsonl"
+
+
+def expected_chat_costs(
+    arms: Sequence[Mapping[str, Any]],
+    prices: Prices | str | Path | Mapping[str, Mapping[str, Any]],
+    prompt_tokens: float = 100.0,
+    completion_tokens: float | None = 20.0,
+) -> list[float]:
+    """Expected dollars per example of each chat arm from its model's prices per 1M tokens
+    (:func:`~gittinseval.live.tasks.prices.load_prices`: a file or a mapping).
+
+    ``completion_tokens=None`` takes each arm's ``max_tokens`` (an upper bound), so
+    arms that may answer at length are expected to cost more.
+    """
+    prices = load_prices(prices)
+    if completion_tokens is None and any("max_tokens" not in arm for arm in arms):
+        raise ValueError("completion_tokens: null takes each arm's max_tokens, and some arm has none")
+    return [
+        prices.price(arm["model"]).dollars(prompt_tokens, arm["max_tokens"] if completion_tokens is None
+                                           else completion_tokens)
+        for arm in arms
+    ]
+
+
+REQUEST_KEYS = ("model", "system", "name")
+"""Arm fields that are not sent as request settings: the model, the system prompt and the arm's label."""
+
+
+class OpenAIChatScorer:
+    """``score_fn`` that asks an OpenAI-compatible ``/chat/completions`` endpoint, with the official
+    ``openai`` client (``AsyncOpenAI``).
+
+    An arm is a mapping with ``model``, an optional ``system`` prompt, an optional
+    ``name`` (its label, never sent), and any further request fields
+    (``temperature``, ``max_tokens``, ...), sent as they are.  An example is a
+    mapping of fields; its user message is ``prompt`` rendered with them
+    (:class:`~gittinseval.live.tasks.prompts.PromptTemplate`), and its score is
+    ``grader(reply, example)`` (:mod:`gittinseval.live.tasks.graders`), checked to lie in
+    [0, 1].  The examples of a batch are asked concurrently, one request each.  A
+    batch costs ``sum(prompt_tokens * input + completion_tokens * output) / 1e6``
+    dollars from each reply's ``usage`` and the model's ``prices`` (dollars per 1M
+    tokens).
+
+    Failures are classified here, and the client itself never retries
+    (``max_retries=0``): the driver retries a :class:`~gittinseval.live.TransientError`
+    (a connection error, a timeout, HTTP 429 or 5xx) and stops at once on a
+    :class:`~gittinseval.live.NonRetryableError` (an example without a field the
+    prompt or the grader needs, any other 4xx, a reply that cannot be parsed, a reply
+    without token usage or with a negative token count, a grader that returns
+    anything but a number in [0, 1]).  Either carries the scores and the cost of the
+    examples of the batch that did succeed, so that only the others are asked again;
+    a call that may have been billed at an unreported cost (a timeout, a reply
+    without usage) is counted in ``uncosted``.
+
+    Args:
+        base_url: e.g. ``http://localhost:8000/v1``.
+        prices: a prices file (YAML or JSON, inspect_ai's model cost config shape) or
+            ``{model: {"input": ..., "output": ...}}`` (:func:`~gittinseval.live.tasks.prices.load_prices`);
+            ``None``: the bundled ``gittinseval/live/examples/prices.yaml``.
+        api_key_env: environment variable holding the API key; unset: the placeholder
+            key ``EMPTY`` is sent, as keyless local servers (vLLM, llama.cpp) expect.
+        timeout: seconds per request.
+        grader: ``grader(reply, example) -> [0, 1]``; ``None``: :class:`~gittinseval.live.tasks.graders.FirstWord`
+            on the example's ``answer``.
+        prompt: the user message, with ``{field}`` placeholders filled from the example.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        prices: Prices | str | Path | Mapping[str, Mapping[str, Any]] | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        grader: GraderFn | None = None,
+        prompt: str = "{prompt}",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.prices = load_prices(bundled_prices() if prices is None else prices)
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.grader = FirstWord() if grader is None else grader
+        if not callable(self.grader):
+            raise ValueError(f"grader must be callable as grader(reply, example), got {self.grader!r}")
+        self.template = PromptTemplate(prompt)
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What makes a score or a cost: the prices, the grader (its ``_target_`` and settings) and
+        the prompt template.  Not the endpoint (``base_url``, ``api_key_env``, ``timeout``): a store
+        resumes across a change of them.  The model, system prompt and request settings are the arms'."""
+        return {
+            "prices": self.prices.as_dict(),
+            "grader": scorer_identity(self.grader),
+            "prompt": self.template.template,
+        }
+
+    def _client_of_this_loop(self) -> openai.AsyncOpenAI:
+        """One client (one connection pool) per event loop: a pool cannot outlive the loop it was opened in."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                api_key=os.environ.get(self.api_key_env) or "EMPTY",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connection pool of the running loop's client (the driver calls it when a run ends)."""
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = self._client_loop = None
+
+    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
+        try:
+            price = self.prices.price(arm["model"])
+        except ValueError as error:
+            raise NonRetryableError(str(error)) from None
+        # An example the prompt or the grader cannot read is refused before its call is paid for.
+        answer_field = getattr(self.grader, "field", None)
+        messages = []
+        for position, example in enumerate(examples):
+            try:
+                messages.append(chat_messages(self.template, example, arm.get("system")))
+                if answer_field is not None:
+                    example_field(example, answer_field, f"grader {self.grader!r}")
+            except (TypeError, ValueError) as error:
+                raise NonRetryableError(str(error), example=position, cost=0.0) from None
+        client = self._client_of_this_loop()
+        outcomes = await asyncio.gather(
+            *(self._score(client, arm, price, chat, example) for chat, example in zip(messages, examples, strict=True))
+        )
+        failures = [(position, out) for position, out in enumerate(outcomes) if isinstance(out, ScoringError)]
+        cost = sum(outcome[1] for outcome in outcomes if not isinstance(outcome, ScoringError))
+        cost += sum(failure.cost for _, failure in failures)
+        if not failures:
+            return np.array([outcome[0] for outcome in outcomes]), cost
+        # The first deterministic failure, else the first: one stop, or one retry of the failed examples.
+        position, failure = next(((p, f) for p, f in failures if not is_transient(f)), failures[0])
+        scored = [None if isinstance(outcome, ScoringError) else outcome[0] for outcome in outcomes]
+        raise type(failure)(
+            str(failure), scores=scored, cost=cost, uncosted=sum(f.uncosted for _, f in failures), example=position
+        )
+
+    async def _score(
+        self,
+        client: openai.AsyncOpenAI,
+        arm: Mapping[str, Any],
+        price: ModelPrice,
+        messages: list[dict[str, str]],
+        example: Mapping[str, Any],
+    ) -> tuple[float, float] | ScoringError:
+        """``(score, dollars)`` of one example, or the classified failure of its request."""
+        model = arm["model"]
+        fields = {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
+        where = f"{self.base_url}/chat/completions for model {model!r}"
+        try:
+            response = await client.chat.completions.create(model=model, messages=messages, extra_body=fields)
+        except openai.APIConnectionError as error:
+            # Refused before anything was sent: free.  A timeout or a dropped reply may have been billed.
+            sent = type(error.__cause__).__name__ not in ("ConnectError", "ConnectTimeout")
+            return TransientError(f"{where}: {error} ({error.__cause__!r})", cost=0.0, uncosted=int(sent))
+        except openai.APIStatusError as error:
+            kind = TransientError if error.status_code == 429 or error.status_code >= 500 else NonRetryableError
+            return kind(f"{where}: HTTP {error.status_code}: {error.message}", cost=0.0)
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
+            return NonRetryableError(f"{where}: unparseable reply ({error})", cost=0.0, uncosted=1)
+        usage = response.usage
+        tokens = {"prompt_tokens": getattr(usage, "prompt_tokens", None),
+                  "completion_tokens": getattr(usage, "completion_tokens", None)}
+        for field, count in tokens.items():
+            if not isinstance(count, int) or count < 0:
+                problem = "no" if count is None else f"a negative or non-integer ({count!r})"
+                return NonRetryableError(f"{where}: the reply has {problem} usage.{field}", cost=0.0, uncosted=1)
+        if not response.choices or response.choices[0].message is None:
+            return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
+        dollars = price.dollars(tokens["prompt_tokens"], tokens["completion_tokens"])
+        reply = response.choices[0].message.content or ""
+        try:
+            return grade(self.grader, reply, example), dollars
+        except ValueError as error:
+            return NonRetryableError(f"grading the reply: {error}", cost=dollars)

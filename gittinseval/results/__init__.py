@@ -1,0 +1,1 @@
+"""Reading runs back: seed-clustered statistics, regret curves, figures and the report."""

@@ -1,0 +1,184 @@
+"""Build one run from a composed config and execute it (used by the Hydra app)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from gittinseval.core.priors import GaussianPrior
+from gittinseval.sim.results_store import RunRow, stored_run
+from gittinseval.sim.simulator import RunResult, simulate
+from gittinseval.utils.threads import job_threads, torch_threads
+from gittinseval.utils.validation import ConfigError, non_negative_int, positive_int
+
+__all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials", "simulate_config"]
+
+# Settings that do not change a run's result: a finished run is reused across them.
+RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
+# The repository of a clone (or an editable install), and the paths whose changes change results.
+CODE_ROOT = Path(__file__).resolve().parents[2]
+CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
+
+log = logging.getLogger(__name__)
+
+
+def config_digest(cfg: DictConfig) -> str:
+    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`: equal digests, equal runs."""
+    settings = OmegaConf.to_container(cfg, resolve=True)
+    for key in RESULT_NEUTRAL_KEYS:
+        settings.pop(key, None)
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def code_commit(root: Path = CODE_ROOT) -> str | None:
+    """The git commit of the code in ``root``, with ``-dirty`` if :data:`CODE_PATHS` differ from it there.
+
+    ``None`` if ``root`` is not the top of a git work tree (an installed wheel) or git is
+    missing.  Asked once per process.
+    """
+    def git(*args: str) -> str:
+        # --no-optional-locks: `git status` must not take the index lock of a clone in use.
+        command = ["git", "--no-optional-locks", "-C", str(root), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != Path(root).resolve():
+            return None  # e.g. site-packages inside some other repository
+        sha = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha
+
+
+def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
+    """The run saved in ``output_dir`` if it is complete and of the config ``digest``.
+
+    A complete run of another config there is an error rather than something to
+    overwrite: re-running a sweep must never lose a finished run.
+    """
+    output_dir = Path(output_dir)
+    if not (output_dir / "summary.json").is_file():
+        return None
+    saved = RunResult.load(output_dir)
+    if saved.summary.get("config_digest") != digest:
+        raise ConfigError(
+            f"{output_dir} holds a finished run of another config; choose another hydra.sweep.dir "
+            "(or hydra.run.dir), or move that run away"
+        )
+    return saved
+
+
+def run_trials(
+    cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
+) -> list[RunResult | RunRow]:
+    """``cfg.trials`` runs of ``cfg`` with seeds ``cfg.seed, cfg.seed + 1, ...`` in this process.
+
+    One trial is :func:`run_experiment` into ``output_dir``; several go into
+    ``output_dir/seed=<s>``, each the same run (same trace, same ``config_digest``)
+    as a single run with ``seed=<s>``.  In one process the benchmark and the root
+    tables are built once for all trials, so a sweep of cheap runs spends its time
+    on the runs rather than on starting jobs: ``-m seed=0,20,40 trials=20``.
+    """
+    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
+    if trials == 1:
+        return [run_experiment(cfg, output_dir, name, group)]
+    first = non_negative_int("seed", cfg.seed)
+    results = []
+    for seed in range(first, first + trials):
+        trial = cfg.copy()
+        trial.seed = seed
+        label = f"seed={seed}"
+        results.append(run_experiment(trial, Path(output_dir) / label, f"{name},{label}" if name else label, group))
+    return results
+
+
+def simulate_config(cfg: DictConfig) -> RunResult:
+    """The run of ``cfg``: benchmark, cost, prior and policy built from their ``_target_``, then simulated.
+
+    Runs on ``cfg.threads`` torch threads (``null``: the job's CPUs, see
+    :func:`~gittinseval.utils.threads.job_threads`), which the summary records.  Saves and
+    logs nothing (:func:`run_experiment` does).
+    """
+    seed = non_negative_int("seed", cfg.seed)
+    with torch_threads(job_threads(cfg.get("threads"))) as threads:
+        benchmark = instantiate(cfg.benchmark)
+        cost_model = instantiate(cfg.cost)
+        policy = instantiate(cfg.policy)
+        # A policy that ignores the prior must not need one the benchmark lacks.
+        prior = instantiate(cfg.prior).resolve(benchmark) if policy.uses_prior else GaussianPrior(name="unused")
+        result = simulate(
+            benchmark,
+            policy,
+            cost_model(benchmark),
+            prior,
+            budget_fraction=cfg.budget,
+            seed=seed,
+            cost_mode=cost_model.name,
+            prior_name=prior.name,
+            progress=bool(cfg.progress),
+        )
+    result.summary["threads"] = threads
+    return result
+
+
+def run_experiment(
+    cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
+) -> RunResult | RunRow:
+    """Instantiate benchmark, cost, prior, policy and logger from ``cfg``; simulate; save.
+
+    Writes ``trace.csv.gz`` and ``summary.json`` (with the config's :func:`config_digest`
+    and the :func:`code_commit` it ran on) to ``output_dir`` and hands the run to the
+    configured logger.  Nothing is run or logged again if ``output_dir`` already holds
+    the finished run of the same config (it is returned, marked ``reused``), or if the
+    results store ``cfg.results_store`` holds it (its stored row is returned, and
+    ``output_dir`` is left alone).
+    """
+    output_dir = Path(output_dir)
+    store = cfg.get("results_store")
+    if store is not None and not str(store).endswith(".parquet"):
+        raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
+    digest = config_digest(cfg)
+    saved = finished_run(output_dir, digest)
+    if saved is not None:
+        log.info("skipped %s: finished earlier with the same config", output_dir)
+        saved.reused = True
+        return saved
+    stored = stored_run(store, digest) if store is not None else None
+    if stored is not None:
+        log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
+        return stored
+    # Read before the run builds its policy: the baselines are imported then, and a commit
+    # made while the run goes on must not be stamped on code loaded before it.
+    commit = code_commit()
+    logger = instantiate(cfg.logger)
+    result = simulate_config(cfg)
+    result.summary["config_digest"] = digest
+    result.summary["commit"] = commit
+    result.save(output_dir)
+    logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
+    summary = result.summary
+    stop = (
+        "the stopping signal did not fire"
+        if summary["stop_cost_pct"] is None
+        else f"stopping signal at {summary['stop_cost_pct']:.3g}% of exhaustive"
+    )
+    log.info(
+        "%s on %s (%s cost, seed %d): final regret %.4g, %s; %s",
+        summary["label"],
+        summary["benchmark"],
+        summary["cost_mode"],
+        summary["seed"],
+        summary["final_regret"],
+        stop,
+        output_dir,
+    )
+    return result

@@ -1,0 +1,240 @@
+"""Replay a policy on a complete response matrix (the paper's offline protocol)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow
+import pyarrow.csv
+from tqdm.auto import tqdm
+
+from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.protocol import EvaluationProblem, Policy, Request
+from gittinseval.data import Benchmark
+from gittinseval.utils.validation import fraction_in_unit_interval
+
+__all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "TRACE_FILE", "RunResult", "regret_at", "simulate"]
+
+TRACE_COLUMNS = ("step", "arm", "batch_size", "cost", "cost_pct", "recommended", "regret")
+TRACE_FILE = "trace.csv.gz"
+# Runs saved before traces were compressed; still read, so old sweeps stay reportable.
+LEGACY_TRACE_FILE = "trace.csv"
+REPORT_PERCENTS = (1, 2, 5, 10)
+# Benchmark facts that reports group by (MMLU subject, difficulty and size buckets; matrix seed).
+BENCHMARK_FACTS = ("subject", "difficulty", "size", "matrix_seed")
+
+
+@dataclass
+class RunResult:
+    """One run: its per-batch trace and its summary.
+
+    ``trace`` maps each name of :data:`TRACE_COLUMNS` to an array of one entry per
+    batch: the 1-based step, the arm evaluated, the batch size, the cumulative raw
+    cost after the batch, that cost as a % of the exhaustive cost, the recommended
+    arm after the batch and its simple regret ``max_k Zbar_k - Zbar_rec``.
+    """
+
+    trace: dict[str, np.ndarray] = field(repr=False)
+    summary: dict[str, Any]
+    reused: bool = False
+    """True for a finished run read back instead of run again (a re-run sweep skipped it)."""
+
+    def save(self, directory: str | Path) -> None:
+        """Write ``trace.csv.gz`` (gzipped CSV, header :data:`TRACE_COLUMNS`) and ``summary.json``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        formats = {"cost": "%.10g", "cost_pct": "%.10g", "regret": "%.10g"}
+        columns = [self.trace[name] for name in TRACE_COLUMNS]
+        # mtime=0: the same run gives the same bytes.
+        with gzip.GzipFile(directory / TRACE_FILE, "wb", compresslevel=6, mtime=0) as raw:
+            with io.TextIOWrapper(raw, encoding="ascii") as handle:
+                handle.write(",".join(TRACE_COLUMNS) + "\n")
+                if len(columns[0]):
+                    # np.savetxt's text, row by row with one format, written at once (savetxt
+                    # writes each row through its own file call, several times slower).
+                    row_format = ",".join(formats.get(name, "%d") for name in TRACE_COLUMNS)
+                    table = np.column_stack([c.astype(np.float64) for c in columns])
+                    handle.write("".join(row_format % tuple(row) + "\n" for row in table.tolist()))
+        # summary.json marks a finished run (sweeps skip it on a re-run), so it is written
+        # last and whole: a run killed mid-save leaves no summary.json at all.
+        partial = directory / "summary.json.partial"
+        partial.write_text(json.dumps(self.summary, indent=2) + "\n")
+        partial.replace(directory / "summary.json")
+
+    @staticmethod
+    def trace_path(directory: str | Path) -> Path | None:
+        """The trace file of the run saved in ``directory`` (``None`` if it has none)."""
+        for name in (TRACE_FILE, LEGACY_TRACE_FILE):
+            if (Path(directory) / name).is_file():
+                return Path(directory) / name
+        return None
+
+    @classmethod
+    def load(cls, directory: str | Path) -> RunResult:
+        directory = Path(directory)
+        summary = json.loads((directory / "summary.json").read_text())
+        trace_path = cls.trace_path(directory)
+        if trace_path is None:
+            raise FileNotFoundError(f"{directory} has summary.json but no {TRACE_FILE}")
+        # Arrow's CSV reader (gzip by the file name) is several times faster than np.loadtxt,
+        # which matters when a report reads thousands of runs.
+        as_float = pyarrow.csv.ConvertOptions(column_types=dict.fromkeys(TRACE_COLUMNS, pyarrow.float64()))
+        table = pyarrow.csv.read_csv(trace_path, convert_options=as_float)
+        trace = {name: table.column(name).to_numpy() for name in TRACE_COLUMNS}
+        for name in ("step", "arm", "batch_size", "recommended"):
+            trace[name] = trace[name].astype(np.int64)
+        return cls(trace=trace, summary=summary)
+
+
+def regret_at(cost_pct: np.ndarray, regret: np.ndarray, percent: float) -> float | None:
+    """Regret after the last batch whose cumulative cost is at most ``percent`` %."""
+    position = int(np.searchsorted(cost_pct, percent + 1e-9, side="right")) - 1
+    return None if position < 0 else float(regret[position])
+
+
+def simulate(
+    benchmark: Benchmark,
+    policy: Policy,
+    costs: np.ndarray,
+    prior: GaussianPrior,
+    *,
+    budget_fraction: float = 0.10,
+    seed: int = 0,
+    cost_mode: str = "custom",
+    prior_name: str | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
+
+    The budget is ``budget_fraction`` of the exhaustive cost ``N * sum_k c_k``; it
+    is checked after each batch, so the last batch may cross it.  The run goes on
+    past the policy's stopping signal and records the cost at which it fired.  It
+    ends early only if the policy has nothing left to request.
+
+    Args:
+        benchmark: the complete response matrix.
+        policy: any :class:`~gittinseval.core.protocol.Policy`.
+        costs: ``[K]`` raw per-example cost of each arm.
+        prior: the benchmark-level prior handed to the policy.
+        budget_fraction: budget as a fraction of the exhaustive cost, in (0, 1].
+        seed: seed of the run; all of the policy's randomness derives from it.
+        cost_mode, prior_name: names recorded in the summary.
+        progress: show a progress bar.
+    """
+    # The one check of the budget fraction (the config key `budget` of gittinseval).
+    budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
+    scores = benchmark.scores
+    n_arms, n_examples = scores.shape
+    problem = EvaluationProblem(
+        n_examples=n_examples,
+        costs=costs,
+        budget=budget_fraction * n_examples * float(np.sum(costs)),
+        prior_mean=prior.mean,
+        prior_var=prior.var,
+        binary=benchmark.binary,
+        features=benchmark.features,
+        default_batch_size=benchmark.default_batch_size,
+    )
+    if problem.n_arms != n_arms:
+        raise ValueError(f"{len(problem.costs)} costs for {n_arms} arms")
+    row_means = benchmark.row_means
+    best = float(row_means.max())
+    exhaustive = problem.exhaustive_cost
+    seen = np.zeros(scores.shape, dtype=bool)
+    rows: list[tuple[int, int, float, int]] = []
+    spent = 0.0
+    stop_step = None
+
+    started = time.perf_counter()
+    policy.reset(problem, np.random.default_rng(seed))
+    # The bar counts percent of the budget: raw costs are long floats.
+    bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
+    with tqdm(total=problem.budget, disable=not progress, desc=policy.name, bar_format=bar_format) as bar:
+        while spent < problem.budget:
+            request = policy.select()
+            if request is None:
+                break
+            batch_cost = _check_request(request, seen, n_arms) * problem.costs[request.arm]
+            seen[request.arm, request.examples] = True
+            policy.observe(request, scores[request.arm, request.examples])
+            spent += batch_cost
+            rows.append((request.arm, request.size, spent, policy.recommend()))
+            if stop_step is None and policy.stop_signal:
+                stop_step = len(rows)
+            bar.update(batch_cost)
+    wall_time = time.perf_counter() - started
+
+    table = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    arms, sizes, recommended = (table[:, i].astype(np.int64) for i in (0, 1, 3))
+    spend = table[:, 2]
+    cost_pct = 100.0 * spend / exhaustive
+    regret = best - row_means[recommended]
+    trace = {
+        "step": np.arange(1, len(rows) + 1),
+        "arm": arms,
+        "batch_size": sizes,
+        "cost": spend,
+        "cost_pct": cost_pct,
+        "recommended": recommended,
+        "regret": regret,
+    }
+    params = policy.hyperparameters()
+    summary: dict[str, Any] = {
+        "benchmark": benchmark.name,
+        "benchmark_details": {key: benchmark.details[key] for key in BENCHMARK_FACTS if key in benchmark.details},
+        "stand_in": benchmark.stand_in,
+        "data_source": benchmark.source,
+        "policy": policy.name,
+        "label": policy.display_label(prior_name),
+        "seed": int(seed),
+        "prior": prior_name,
+        "prior_mean": prior.mean,
+        "prior_var": prior.var,
+        "batch_size": params.get("batch_size"),
+        "lam": params.get("lam"),
+        "kappa": params.get("kappa"),
+        "hyperparameters": params,
+        "cost_mode": cost_mode,
+        "budget_fraction": budget_fraction,
+        "n_arms": n_arms,
+        "n_examples": n_examples,
+        "exhaustive_cost": exhaustive,
+        "budget": problem.budget,
+        "total_cost": float(spent),
+        "n_steps": len(rows),
+        "stop_step": stop_step,
+        "stop_cost": None if stop_step is None else float(spend[stop_step - 1]),
+        "stop_cost_pct": None if stop_step is None else float(cost_pct[stop_step - 1]),
+        "stop_regret": None if stop_step is None else float(regret[stop_step - 1]),
+        "best_mean": best,
+        "final_recommended": int(recommended[-1]) if rows else None,
+        "final_regret": float(regret[-1]) if rows else None,
+        **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
+        "wall_time_s": wall_time,
+        "diagnostics": policy.diagnostics(),
+    }
+    return RunResult(trace=trace, summary=summary)
+
+
+def _check_request(request: Request, seen: np.ndarray, n_arms: int) -> int:
+    """Number of cells of a valid request; errors name the faulty arm or examples."""
+    n_examples = seen.shape[1]
+    if not (0 <= request.arm < n_arms):
+        raise ValueError(f"policy requested arm {request.arm}, outside [0, {n_arms})")
+    examples = np.asarray(request.examples)
+    if examples.ndim != 1 or examples.size == 0:
+        raise ValueError(f"policy requested no examples of arm {request.arm}")
+    # Requests are mostly a few examples: plain Python on a list beats numpy's per-call overhead.
+    listed = examples.tolist()
+    if min(listed) < 0 or max(listed) >= n_examples:
+        raise ValueError(f"policy requested examples outside [0, {n_examples}) of arm {request.arm}")
+    if len(set(listed)) != len(listed) or seen[request.arm, examples].any():
+        raise ValueError(f"policy requested examples of arm {request.arm} twice")
+    return examples.size

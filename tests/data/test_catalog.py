@@ -1,0 +1,22 @@
+"""`gittinseval-data list`."""
+
+import subprocess
+import sys
+
+from gittinseval.data.catalog import catalog
+
+
+def test_catalog_lists_every_benchmark_with_provenance():
+    entries = {e.name.split()[0]: e for e in catalog()}
+    assert set(entries) == {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"}
+    assert entries["mmlu"].n_arms == "1500" and entries["mmlu"].n_examples == "100-1534"
+    assert entries["alpacaeval"].values == "continuous" and entries["alpacaeval"].status == "real"
+    assert "stand-in" in entries["gsm8k"].status and "stand-in" in entries["alpacaeval_paper"].status
+    assert all(e.license for e in entries.values())
+
+
+def test_list_command_prints_the_catalog():
+    command = [sys.executable, "-m", "gittinseval.cli.data", "list"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "alpacaeval_paper" in out.stdout and "K=152 N=805" in out.stdout
+    assert "licence: CC BY-NC 4.0" in out.stdout

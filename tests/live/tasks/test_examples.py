@@ -1,0 +1,128 @@
+"""The conf/task examples for numeric answers (LastNumber) and multiple choice (ChoiceLetter), run end to end
+against the local fake chat endpoint."""
+
+import json
+import math
+import shlex
+import sqlite3
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.cli.live import LIVE_CONFIG_NAME
+from gittinseval.live.app import dry_run, run_live
+from gittinseval.live.fake_server import FakeChatServer
+from gittinseval.live.tasks import inspect_task as inspect_adapter
+from gittinseval.live.tasks.prices import load_prices
+from gittinseval.live.tasks.prompts import PromptTemplate
+from tests.conftest import readme_block
+
+
+def compose_live(*overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name=LIVE_CONFIG_NAME, overrides=["logger=none", "progress=false", *overrides])
+
+
+@pytest.mark.parametrize(
+    ("task", "reply", "best"),
+    [
+        # Replies that reason first and end on the number; the other models reply "0".
+        ("gsm8k_chat", "Working it out step by step, the result is {answer}.", "4o-steps"),
+        # "A good answer is ..." before the marker must not count: only the letter after ANSWER: does.
+        ("multiple_choice", "A good answer is not obvious. ANSWER: {answer}", "gpt-4o nosys"),
+    ],
+)
+def test_the_task_example_runs_and_finds_the_arm_that_answers(tmp_path, task, reply, best):
+    cfg = compose_live(f"task={task}", f"store={tmp_path / 'run.sqlite'}", "budget_usd=1.0")
+    template = PromptTemplate(cfg.task.score_fn.prompt)
+    examples = instantiate(cfg.task.examples)
+    assert len(examples) == 12
+    server = FakeChatServer({template.render(e): e["answer"] for e in examples}, good_model="gpt-4o", reply=reply)
+    try:
+        cfg.task.score_fn.base_url = server.base_url
+        result = run_live(cfg, tmp_path / "run")
+    finally:
+        server.close()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert result.stop_reason != "error" and summary["recommended_label"] == best
+    assert result.recommendation.mean > 0.9
+    assert server.received > 0 and best in (tmp_path / "run" / "status.txt").read_text()
+
+
+def no_model(*args, **kwargs):
+    raise AssertionError("a model was built")
+
+
+def test_the_inspect_task_config_builds_the_bundled_task_and_its_dry_run_needs_no_key(monkeypatch):
+    """conf/task/inspect.yaml: the bundled inspect task's 20 samples, the named arms, costs from the token
+    estimates at the bundled prices file's prices; its dry run builds no model, so needs no API key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(inspect_adapter, "get_model", no_model)
+    cfg = compose_live("task=inspect", "budget_usd=0.002")
+    task = instantiate(cfg.task)
+    assert len(task.examples) == 20 and task.binary and task.name == "arithmetic"
+    assert task.score_fn.max_retries == cfg.max_retries == 3  # the top-level setting is inspect's
+    # 40 input and 8 output tokens at USD 0.15 / 0.60 (gpt-4o-mini) and 2.50 / 10.00 (gpt-4o) per 1M tokens.
+    mini, big = (40 * 0.15 + 8 * 0.60) / 1e6, (40 * 2.50 + 8 * 10.00) / 1e6
+    assert task.costs == pytest.approx([mini, mini, big], rel=1e-12)
+    report = dry_run(cfg).splitlines()
+    assert report[0] == "dry run of task 'arithmetic': no call is made"
+    assert [line.split()[1] for line in report[4:7]] == ["mini-terse", "mini-free", "4o-terse"]
+    assert f"exhaustive cost (every arm on every example): ${20 * (2 * mini + big):.4g}" in report
+
+
+def readme_inspect_commands():
+    """The overrides of the two gittinseval-live commands of the README's offline inspect example."""
+    block = readme_block(".venv/bin/gittinseval-live task=inspect_offline")
+    lines = block.replace("\\\n", " ").splitlines()
+    return [shlex.split(line)[1:] for line in lines if line.startswith(".venv/bin/gittinseval-live")]
+
+
+def compose_as_given(overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name=LIVE_CONFIG_NAME, overrides=overrides)
+
+
+def right_answers(accuracy):
+    """Which of the 20 questions a scripted arm answers right, counted here from its stated rule."""
+    return [math.floor((i + 1) * accuracy) > math.floor(i * accuracy) for i in range(20)]
+
+
+def test_the_readme_inspect_example_runs_offline_and_finds_the_best_arm(tmp_path, monkeypatch):
+    """The README's commands as written (the store and run folder moved to tmp_path): the dry run builds no
+    model; the run recommends the arm whose scripted replies are best; each call is charged its samples'
+    scripted usage at the prices file's prices, and each score is the scripted reply's."""
+    dry, run = readme_inspect_commands()
+    assert "dry_run=true" in dry and "progress=false" not in run
+    with monkeypatch.context() as patched:
+        patched.setattr(inspect_adapter, "get_model", no_model)
+        report = dry_run(compose_as_given(dry))
+    assert "small-terse" in report and "large-terse" in report
+    overrides = [o for o in run if not o.startswith(("store=", "hydra."))]
+    cfg = compose_as_given(
+        [*overrides, f"store={tmp_path / 'run.sqlite'}", f"task.log_dir={tmp_path / 'logs'}", "progress=false"]
+    )
+    result = run_live(cfg, tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert result.stop_reason == "budget" and summary["recommended_label"] == "large-terse"
+    assert result.charged_as_expected == 0
+    prices = load_prices(cfg.task.prices)
+    scripted = [arm.model_args.custom_outputs for arm in cfg.task.arms]
+    per_example = [
+        (s.input_tokens * prices[arm.model].input + s.output_tokens * prices[arm.model].output) / 1e6
+        for s, arm in zip(scripted, cfg.task.arms, strict=True)
+    ]
+    with sqlite3.connect(tmp_path / "run.sqlite") as db:
+        calls = db.execute(
+            "SELECT requests.arm, attempts.examples, attempts.charged FROM attempts "
+            "JOIN requests ON attempts.request = requests.id WHERE attempts.outcome = 'scored'"
+        ).fetchall()
+        cells = db.execute("SELECT arm, example, score FROM cells").fetchall()
+    assert {arm for arm, *_ in calls} == {0, 1, 2}
+    for arm, examples, charged in calls:
+        assert charged == pytest.approx(len(json.loads(examples)) * per_example[arm], rel=1e-12)
+    assert result.spent == pytest.approx(sum(charged for *_, charged in calls), rel=1e-12)
+    for arm, example, score in cells:
+        assert score == float(right_answers(scripted[arm].accuracy)[example])

@@ -1,0 +1,183 @@
+"""The ledger: every scoring call that may have reached the provider is charged, against a local fake server.
+
+Each test compares the run's ``spent`` with the server's own bill (every call it answered with a
+usage, at the task's prices), through crashes, failures part-way through a batch and concurrency.
+"""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from omegaconf import OmegaConf
+
+from gittinseval import GittinsPolicy
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.live import OpenAIChatScorer, evaluate
+from gittinseval.live.fake_server import COMPLETION_TOKENS, FakeChatServer
+from gittinseval.live.tasks.scoring import expected_chat_costs, read_jsonl
+
+ARMS = [{"model": "bad-model", "temperature": 0.0}, {"model": "good-model", "temperature": 0.0}]
+PRICES = {"good-model": {"input": 2.0, "output": 8.0}, "bad-model": {"input": 0.5, "output": 1.0}}
+PROMPT_TOKENS = 40
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return read_jsonl()
+
+
+def answers(examples):
+    return {e["prompt"]: e["answer"] for e in examples}
+
+
+def answered_twice(server):
+    """(model, temperature, prompt) of the cells the server answered more than once."""
+    asked = Counter((b["model"], b.get("temperature"), b["messages"][-1]["content"]) for b, _, _ in server.calls)
+    return [cell for cell, count in asked.items() if count > 1]
+
+
+def ledger(store):
+    with sqlite3.connect(store) as db:
+        return db.execute(
+            "SELECT started_seq, finished_seq, outcome, expected, charged, charged_as_expected FROM attempts"
+        ).fetchall()
+
+
+def run(examples, server, store=None, **settings):
+    costs = expected_chat_costs(ARMS, PRICES, PROMPT_TOKENS, COMPLETION_TOKENS)
+    options = {"costs": costs, "policy": GittinsPolicy(4), "retry_backoff": 0.001, "progress": False, **settings}
+    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=10)
+    return evaluate(ARMS, examples, scorer, 1.0, store=store, **options)
+
+
+def test_a_batch_that_fails_half_way_is_charged_what_was_billed_and_asks_only_the_rest(examples, tmp_path):
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    try:
+        server.plan = ["ok", "ok", 503, 503]  # the first batch: two answers, then an outage
+        result = run(examples, server)
+        assert result.stop_reason == "exhausted" and result.error is None
+        assert server.received == 2 * len(examples) + 2 and not answered_twice(server)
+        assert result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+        assert result.attempts == {"scored": 10, "failed": 1, "lost": 0} and result.charged_as_expected == 0
+    finally:
+        server.close()
+
+    # A deterministic failure part-way: the run stops at once, keeping (and charging) the three cells.
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    store = tmp_path / "run.sqlite"
+    try:
+        server.plan = ["ok", "ok", 400, "ok"]
+        stopped = run(examples, server, store)
+        assert stopped.stop_reason == "error" and "HTTP 400" in stopped.error_message
+        assert server.received == 4 and stopped.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+        with sqlite3.connect(store) as db:
+            assert db.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 3
+        resumed = run(examples, server, store)
+        assert resumed.stop_reason == "exhausted" and server.received == 2 * len(examples) + 1
+        assert not answered_twice(server)
+        assert resumed.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    finally:
+        server.close()
+
+
+def test_a_negative_token_count_stops_the_run_naming_the_arm_the_example_and_the_field(examples):
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    try:
+        server.plan = ["negative_usage"]
+        result = run(examples, server, policy=GittinsPolicy(1))
+    finally:
+        server.close()
+    assert result.stop_reason == "error" and server.received == 1
+    arm = int(result.error_where.split()[1])
+    assert result.error_message.startswith(f"arm {arm} ({['bad-model', 'good-model'][arm]}), example ")
+    assert ", example " in result.error_where and "usage.prompt_tokens" in result.error_message
+    # The call was billed at a cost the reply misreports: charged as expected.
+    assert result.charged_as_expected == result.spent > 0
+
+
+def test_at_concurrency_8_no_call_starts_once_spent_and_calls_in_flight_reach_the_budget(examples, tmp_path):
+    prices = {"cheap": {"input": 0.1, "output": 0.1}, "dear": {"input": 10.0, "output": 10.0}}  # 100x
+    arms = [{"model": model, "temperature": t / 10} for model in prices for t in range(5)]
+    costs = expected_chat_costs(arms, prices, prompt_tokens=12, completion_tokens=COMPLETION_TOKENS)
+    budget = 0.3 * len(examples) * sum(costs)
+    store = tmp_path / "run.sqlite"
+    server = FakeChatServer(answers(examples), good_model="dear", prices=prices, latency=0.02)
+    try:
+        result = evaluate(
+            arms, examples, OpenAIChatScorer(server.base_url, prices, timeout=10), budget, costs=costs,
+            policy=GittinsPolicy(2), concurrency=8, store=store, progress=False,
+        )
+    finally:
+        server.close()
+    assert result.stop_reason == "budget" and result.error is None
+    assert result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    rows = ledger(store)
+    peak = 0
+    for started, *_ in rows:
+        spent_before = sum(charged for _, finished, _, _, charged, _ in rows if finished < started)
+        flying = [expected for begun, finished, _, expected, _, _ in rows if begun < started < finished]
+        assert spent_before + sum(flying) < budget
+        peak = max(peak, len(flying) + 1)
+    assert peak >= 4  # calls really were in flight together, so the rule was exercised
+    largest = max(charged for *_, charged, _ in rows)
+    assert budget <= result.spent <= budget + 8 * largest
+
+
+def wait_until_quiet(server, at_least, seconds=1.0, deadline=60.0):
+    """Wait until the server has received more than ``at_least`` calls and no new one for ``seconds``."""
+    end = time.monotonic() + deadline
+    last = -1
+    while time.monotonic() < end:
+        now = server.received
+        if now == last and now > at_least:
+            return now
+        last = now
+        time.sleep(seconds)
+    raise AssertionError(f"the server received {server.received} calls, expected more than {at_least}")
+
+
+def test_a_run_killed_with_calls_in_flight_is_charged_every_billed_call_after_resuming(examples, tmp_path):
+    """SIGKILL while the server holds answers; they are billed all the same, and charged as expected."""
+    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
+    server = FakeChatServer(answers(examples), good_model="gpt-4o", prices=prices, prompt_tokens=PROMPT_TOKENS)
+    store = tmp_path / "chat.sqlite"
+    server.block_after = 20
+
+    def command(run_dir):
+        return [
+            sys.executable, "-m", "gittinseval.cli.live", "task=openai_chat",
+            f"task.score_fn.base_url={server.base_url}", f"task.prompt_tokens={PROMPT_TOKENS}",
+            f"task.completion_tokens={COMPLETION_TOKENS}", "budget_usd=1.0", "policy.batch_size=4",
+            "concurrency=4", "progress=false", "logger=none", f"store={store}", f"hydra.run.dir={tmp_path / run_dir}",
+        ]
+
+    try:
+        killed = subprocess.Popen(command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            held = wait_until_quiet(server, server.block_after)
+        finally:
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=30)
+        server.release.set()  # the held calls are answered to a dead client, and billed
+        deadline = time.monotonic() + 30
+        while len(server.billed) < held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.billed) == held
+        server.block_after = None
+        subprocess.run(command("resumed"), check=True, timeout=180, capture_output=True)
+    finally:
+        server.close()
+    summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    assert summary["stop_reason"] == "exhausted" and summary["n_cells"] == 3 * len(examples)
+    assert summary["spent"] == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    lost = [row for row in ledger(store) if row[2] == "lost"]
+    assert lost and summary["attempts"]["lost"] == len(lost)
+    assert summary["charged_as_expected"] == pytest.approx(sum(row[3] for row in lost), rel=1e-12)
+    assert held > 20  # the kill came with calls in flight
+    status = (tmp_path / "resumed" / "status.txt").read_text().splitlines()[0]
+    assert status.endswith(f"charged as expected (calls of unknown cost): ${summary['charged_as_expected']:.6g}")

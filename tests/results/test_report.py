@@ -1,0 +1,156 @@
+"""gittinseval-report: panels and curves, table numbers against a direct computation, files written.
+
+The report works on the runs' rows (:class:`~gittinseval.sim.results_store.RunRow`); ``rows`` reduces
+fake runs to them, and the expected numbers are computed from the runs' traces."""
+
+import numpy as np
+import pytest
+
+from gittinseval.results.report import curve_rows, main, overview_tables, paired_rows, panels, write_report
+from gittinseval.sim.results_store import RunRow
+from gittinseval.sim.simulator import RunResult
+
+
+def fake_run(benchmark, label, cost_pct, regret, *, seed=0, stop=None, cost_mode="unit", kappa=1.0, details=None,
+             stand_in=False, wall=1.0):
+    cost_pct, regret = np.asarray(cost_pct, float), np.asarray(regret, float)
+    n = len(cost_pct)
+    trace = {
+        "step": np.arange(1, n + 1), "arm": np.zeros(n, int), "batch_size": np.full(n, 8), "cost": cost_pct,
+        "cost_pct": cost_pct, "recommended": np.zeros(n, int), "regret": regret,
+    }
+    summary = {
+        "benchmark": benchmark, "benchmark_details": details or {}, "label": label, "seed": seed,
+        "stop_cost_pct": stop, "cost_mode": cost_mode, "stand_in": stand_in, "batch_size": 8, "lam": 1e-4,
+        "kappa": kappa, "budget_fraction": 0.1, "wall_time_s": wall,
+        "stop_regret": None if stop is None else float(regret[cost_pct <= stop][-1]),
+    }
+    return RunResult(trace, summary)
+
+
+def rows(runs):
+    return [RunRow.of(run) for run in runs]
+
+
+def test_gsm8k_matrices_pool_mmlu_subjects_pool_by_bucket_and_a_varying_setting_splits_curves():
+    hard_large = {"difficulty": "hard", "size": "large", "subject": "x"}
+    runs = [
+        fake_run("gsm8k_standin/m1", "GittinsEval-G", [1, 2], [0.2, 0.1], stand_in=True),
+        fake_run("gsm8k_standin/m2", "GittinsEval-G", [1, 2], [0.2, 0.0], stand_in=True),
+        fake_run("mmlu/moral_scenarios", "GittinsEval-G", [1, 2], [0.1, 0.0], kappa=1.0, details=hard_large),
+        fake_run("mmlu/professional_law", "GittinsEval-G", [1, 2], [0.3, 0.2], kappa=0.0, details=hard_large),
+    ]
+    gsm8k, mmlu = panels(rows(runs))
+    assert gsm8k.key == "gsm8k_standin_unit" and "[stand-in data]" in gsm8k.title
+    assert list(gsm8k.curves) == ["GittinsEval-G"] and len(gsm8k.curves["GittinsEval-G"]) == 2
+    assert mmlu.key == "mmlu_hard-large_unit" and "stand-in" not in mmlu.title
+    assert sorted(mmlu.curves) == ["GittinsEval-G κ=0.0", "GittinsEval-G κ=1.0"]
+    by_subject = panels(rows(runs), mmlu_panels="subject")
+    assert [p.key for p in by_subject] == ["gsm8k_standin_unit", "mmlu_moral_scenarios_unit",
+                                           "mmlu_professional_law_unit"]
+    assert [p.key for p in panels(rows(runs), mmlu_panels="size")][1] == "mmlu_large_unit"
+    with pytest.raises(ValueError, match="mmlu_panels"):
+        panels(rows(runs), mmlu_panels="bucket_size")
+
+
+def test_table_numbers_equal_a_direct_computation():
+    rng = np.random.default_rng(0)
+    runs = []
+    for seed in range(5):
+        cost = np.sort(rng.uniform(0.1, 10.0, size=30))
+        regret = rng.uniform(0, 0.3, size=30)
+        stop = float(cost[10]) if seed % 2 == 0 else None
+        runs.append(fake_run("toy", "UCB-E", cost, regret, seed=seed, stop=stop, wall=float(seed + 1)))
+    (panel,) = panels(rows(runs))
+    (row,) = curve_rows(panel)
+    for percent in (1, 2, 5, 10):
+        values = []
+        for run in runs:
+            below = run.trace["cost_pct"] <= percent
+            if below.any():
+                values.append(run.trace["regret"][below][-1])
+        mean, se = np.mean(values), np.std(values, ddof=1) / np.sqrt(len(values))
+        expected = f"{mean:.4f} ± {se:.4f}" + ("" if len(values) == 5 else f" (n={len(values)})")
+        assert row[f"regret @ {percent}%"] == expected
+    stops = [r.summary["stop_cost_pct"] for r in runs if r.summary["stop_cost_pct"] is not None]
+    assert row["stop cost %"] == f"{np.mean(stops):.3f} ± {np.std(stops, ddof=1) / np.sqrt(3):.3f}"
+    at_stop = [r.trace["regret"][10] for r in runs if r.summary["stop_cost_pct"] is not None]
+    assert row["regret at stop"] == f"{np.mean(at_stop):.4f} ± {np.std(at_stop, ddof=1) / np.sqrt(3):.4f}"
+    assert row["stopped"] == "3/5" and row["median wall s"] == "3" and row["runs"] == "5"
+
+
+def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
+    """Pairs by (benchmark, seed); an unmatched run is left out; values from a direct computation."""
+    rng = np.random.default_rng(3)
+    details = {"difficulty": "hard", "size": "small", "subject": "x"}
+    runs, want = [], {1: [], 5: []}
+    for subject in ("mmlu/a", "mmlu/b"):
+        for seed in range(4):
+            cost = np.array([0.5, 1.0, 3.0, 6.0])
+            base, other = rng.uniform(0, 0.3, size=4), rng.uniform(0, 0.3, size=4)
+            runs.append(fake_run(subject, "GittinsEval-S", cost, base, seed=seed, details=details))
+            runs.append(fake_run(subject, "GittinsEval-EB", cost, other, seed=seed, details=details))
+            want[1].append(other[1] - base[1])
+            want[5].append(other[2] - base[2])
+    runs.append(fake_run("mmlu/c", "GittinsEval-EB", [1.0], [0.9], seed=0, details=details))  # no partner
+    (panel,) = panels(rows(runs))
+    (row,) = paired_rows(panel, "GittinsEval-S")
+    assert row["method − GittinsEval-S"] == "GittinsEval-EB" and row["pairs"] == "8"
+    for percent in (1, 5):
+        # Two subjects per seed: the SE is that of the four per-seed means (clustered by seed).
+        seed_means = np.reshape(want[percent], (2, 4)).mean(axis=0)
+        mean, se = np.mean(want[percent]), np.std(seed_means, ddof=1) / np.sqrt(4)
+        assert row[f"Δ regret @ {percent}%"] == f"{mean:.4f} ± {se:.4f}"
+    assert paired_rows(panel, "UCB-E") == []
+    (overview,) = overview_tables([panel], versus=("GittinsEval-S",))["unit"]
+    by_method = {r["method"]: r for r in curve_rows(panel)}
+    assert overview["2 % GittinsEval-S"] == by_method["GittinsEval-S"]["regret @ 2%"]
+    assert overview["GittinsEval-EB − GittinsEval-S @ 2 %"] == row["Δ regret @ 2%"]
+    assert overview["runs"] == "GittinsEval-EB 9, GittinsEval-S 8"
+
+
+def test_values_of_one_seed_have_no_se():
+    runs = [fake_run(f"mmlu/{s}", "UCB-E", [1.0, 2.0], [0.2, 0.1], details={"difficulty": "hard", "size": "small",
+                                                                           "subject": s}) for s in "ab"]
+    (row,) = curve_rows(panels(rows(runs))[0])
+    assert row["regret @ 2%"] == "0.1000 ± – (one seed)"
+
+
+def test_a_column_past_the_runs_budget_is_empty():
+    run = fake_run("toy", "UCB-E", [0.5, 1.0, 2.0], [0.3, 0.2, 0.1])
+    run.summary["budget_fraction"] = 0.02
+    (row,) = curve_rows(panels(rows([run]))[0])
+    assert row["regret @ 2%"] == "0.1000 ± 0.0000" and row["regret @ 5%"] == "–" and row["regret @ 10%"] == "–"
+
+
+def test_report_writes_figures_tables_and_an_index(tmp_path, capsys):
+    for seed in range(2):
+        fake_run("toy", "UCB-E", [0.5, 1.0, 5.0], [0.3, 0.2, 0.0], seed=seed).save(tmp_path / "sweep" / f"s{seed}")
+        fake_run("toy", "GittinsEval-S", [0.5, 1.0, 5.0], [0.2, 0.0, 0.0], seed=seed, stop=1.0, cost_mode="aware"
+                 ).save(tmp_path / "other" / f"s{seed}")
+    report = write_report([tmp_path / "sweep", tmp_path / "other"], tmp_path / "out")
+    text = report.read_text()
+    assert "### toy (unit cost)" in text and "### toy (aware cost)" in text and "| GittinsEval-S | 2 |" in text
+    assert (tmp_path / "out" / "timing_unit.png").is_file() and (tmp_path / "out" / "timing_aware.png").is_file()
+    for name in ("toy_unit", "toy_aware"):
+        assert (tmp_path / "out" / f"{name}.md").read_text() in text
+    # One figure per benchmark, its unit-cost and cost-aware panels side by side.
+    assert (tmp_path / "out" / "toy.png").stat().st_size > 10_000 and "![toy](toy.png)" in text
+    assert not (tmp_path / "out" / "toy_unit.png").exists()
+    main([str(tmp_path / "sweep"), "--linear"])
+    assert "wrote" in capsys.readouterr().out and (tmp_path / "sweep" / "report" / "report.md").is_file()
+    overview = (tmp_path / "out" / "overview.md").read_text()
+    assert "## unit cost" in overview and "## aware cost" in overview and "| toy | 2 each |" in overview
+    with pytest.raises(SystemExit) as error:
+        main([str(tmp_path / "empty")])
+    assert error.value.code == 2
+
+
+def test_curves_of_a_swept_setting_are_in_numeric_order():
+    runs = []
+    for batch_size in (32, 8, 16):
+        run = fake_run("toy", "GittinsEval-S", [1, 2], [0.1, 0.0])
+        run.summary["batch_size"] = batch_size
+        runs.append(run)
+    (panel,) = panels(rows(runs))
+    assert list(panel.curves) == ["GittinsEval-S B=8", "GittinsEval-S B=16", "GittinsEval-S B=32"]

@@ -1,0 +1,147 @@
+"""Every experiment file composes and runs end to end on a narrowed sweep and a tiny budget;
+re-running a sweep skips its finished runs."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.results.callbacks import sweep_size
+from gittinseval.sim.experiment import config_digest, run_experiment, run_trials
+from gittinseval.utils.validation import ConfigError
+
+EXPERIMENTS = sorted(
+    p.relative_to(CONFIG_DIR / "experiment").with_suffix("").as_posix()
+    for p in (CONFIG_DIR / "experiment").rglob("*.yaml")
+)
+
+
+def compose_config(*overrides, return_hydra_config=False):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
+
+
+def first_values(experiment: str) -> list[str]:
+    """The experiment's sweep narrowed to the first value of every axis."""
+    params = compose_config(f"experiment={experiment}", return_hydra_config=True).hydra.sweeper.params
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
+    return [
+        f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" if o.is_sweep_override() else o.input_line
+        for o in parsed
+    ]
+
+
+def test_the_paper_experiments_are_all_there():
+    assert {f"paper/{name}" for name in ("main", "mmlu_buckets", "mmlu_subjects", "batch_size", "lambda")} <= set(
+        EXPERIMENTS
+    )
+    assert "paper/ablation_recommendation" in EXPERIMENTS and "main" in EXPERIMENTS
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_runs_its_first_sweep_point(experiment, tmp_path):
+    overrides = first_values(experiment)
+    cfg = compose_config(f"experiment={experiment}", *overrides, "budget=0.003", "logger=none")
+    result = run_experiment(cfg, tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["config_digest"] == config_digest(cfg) and summary["n_steps"] == len(result.trace["step"]) > 0
+    assert summary["total_cost"] >= 0.003 * summary["exhaustive_cost"] or summary["policy"] in ("pbgi", "logei")
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_axis_can_be_narrowed_from_the_command_line(experiment):
+    """Hydra composes the command line alone before it sweeps: each axis narrowed to one value must compose."""
+    for override in first_values(experiment):
+        compose_config(f"experiment={experiment}", override)
+
+
+def test_methods_set_policy_and_prior():
+    g = compose_config("method=gittins_g")
+    s = compose_config("method=gittins_s", "benchmark=gsm8k")
+    assert g.policy._target_ == s.policy._target_ == "gittinseval.GittinsPolicy"
+    assert (g.prior.name, s.prior.name) == ("general", "specific")
+    assert compose_config("method=lrf").policy._target_ == "baselines.lrf.LRFPolicy"
+    # Every policy yaml is also a method (no alias file needed): one class + one yaml.
+    for policy in (p.stem for p in (CONFIG_DIR / "policy").glob("*.yaml")):
+        assert compose_config(f"method={policy}").policy == compose_config(f"policy={policy}").policy
+
+
+def test_sweep_size_counts_the_product_of_the_axes():
+    cfg = compose_config("experiment=paper/main", return_hydra_config=True)
+    OmegaConf.set_struct(cfg, False)
+    cfg.hydra.overrides.task = ["seed=range(3)", "cost=aware"]
+    # benchmark 2 x matrix seeds 5 x methods 9, with seed and cost narrowed on the command line
+    assert sweep_size(cfg) == 2 * 5 * 9 * 3 * 1
+
+
+def test_a_finished_run_of_another_config_is_never_overwritten(tmp_path):
+    run_experiment(compose_config("benchmark.subject=abstract_algebra", "budget=0.003", "logger=none"), tmp_path)
+    with pytest.raises(ConfigError, match="holds a finished run of another config"):
+        run_experiment(compose_config("benchmark.subject=abstract_algebra", "budget=0.004", "logger=none"), tmp_path)
+
+
+def test_a_rerun_sweep_skips_its_finished_runs_and_leaves_them_untouched(tmp_path):
+    command = [
+        sys.executable, "-m", "gittinseval", "-m", "benchmark.subject=abstract_algebra", "budget=0.003",
+        "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra/launcher=basic",
+    ]
+    subprocess.run([*command, "seed=0,1"], check=True, capture_output=True, text=True, timeout=300)
+    finished = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (tmp_path / "sweep").rglob("trace.csv.gz")}
+    finished |= {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (tmp_path / "sweep").rglob("summary.json")}
+    assert len(finished) == 4
+    rerun = subprocess.run([*command, "seed=0,1,2"], check=True, capture_output=True, text=True, timeout=300)
+    assert "Skipped 2 runs finished earlier with the same config; ran 1." in rerun.stdout
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in finished} == finished
+    assert len(list((tmp_path / "sweep").rglob("summary.json"))) == 3
+    assert "sweep progress: 3 of 3 runs finished" in rerun.stderr + rerun.stdout
+
+
+def test_sweeps_run_at_the_same_time_into_one_folder_count_their_own_runs(tmp_path):
+    """Chunks of a grid run side by side into its fixed folder: each reports its own progress and skips."""
+    sweep = tmp_path / "sweep"
+    command = [
+        sys.executable, "-m", "gittinseval", "-m", "benchmark.subject=abstract_algebra", "budget=0.003",
+        "logger=none", f"hydra.sweep.dir={sweep}", "hydra/launcher=basic",
+    ]
+    subprocess.run([*command, "seed=100"], check=True, capture_output=True, text=True, timeout=300)
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen([*command, "seed=range(100)"], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not list(sweep.glob("*seed=0/summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run([*command, "seed=100,101"], capture_output=True, text=True, timeout=300)
+    finished_by_first = sum(json.loads(p.read_text())["seed"] < 100 for p in sweep.glob("*/summary.json"))
+    first.wait(timeout=300)
+    first_output = (tmp_path / "first.log").read_text()
+    assert first.returncode == 0 and second.returncode == 0, first_output + second.stderr
+    # The second sweep started and ended while the first went on (its start-up takes a few seconds).
+    assert 0 < finished_by_first < 100, first_output
+    assert "sweep progress: 100 of 100 runs finished (100%)" in first_output, first_output
+    assert "sweep progress: 2 of 2 runs finished (100%)" in second.stderr + second.stdout, second.stderr
+    assert "Skipped 1 runs finished earlier with the same config; ran 1." in second.stdout
+    assert "Skipped" not in first_output
+    assert [p.name for p in sweep.glob(".sweep_*.*")] == []  # each sweep removes its own progress files
+
+
+def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
+    settings = ["benchmark.subject=abstract_algebra", "budget=0.01", "logger=none"]
+    batched = run_trials(compose_config(*settings, "seed=4", "trials=3"), tmp_path / "batched")
+    assert [r.summary["seed"] for r in batched] == [4, 5, 6]
+    for result in batched:
+        seed = result.summary["seed"]
+        single_cfg = compose_config(*settings, f"seed={seed}")
+        single = run_experiment(single_cfg, tmp_path / f"single{seed}")
+        saved = json.loads((tmp_path / "batched" / f"seed={seed}" / "summary.json").read_text())
+        assert saved["config_digest"] == config_digest(single_cfg)
+        for column in ("arm", "batch_size", "recommended", "regret", "cost"):
+            np.testing.assert_array_equal(result.trace[column], single.trace[column])
+        assert result.summary["stop_step"] == single.summary["stop_step"]
+    with pytest.raises(ConfigError, match="trials \\(runs per job\\) must be a positive integer"):
+        run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")

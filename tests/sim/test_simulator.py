@@ -1,0 +1,209 @@
+"""Simulator invariants: budget, regret, stopping record, determinism, output format."""
+
+import gzip
+import io
+import json
+
+import numpy as np
+import pytest
+
+from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
+from gittinseval.sim.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
+from tests.conftest import binary_benchmark
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    return binary_benchmark(30, 64, seed=0, prices=(0.1, 0.5, 2.0))
+
+
+def run(benchmark, seed=0, costs=None, budget=0.1, **policy_kwargs):
+    costs = np.ones(benchmark.n_arms) if costs is None else costs
+    policy = GittinsPolicy(**policy_kwargs)
+    return simulate(benchmark, policy, costs, GaussianPrior(), budget_fraction=budget, seed=seed)
+
+
+@pytest.mark.parametrize("cost_aware", [False, True])
+def test_budget_is_checked_after_each_batch(benchmark, cost_aware):
+    costs = benchmark.prices if cost_aware else np.ones(benchmark.n_arms)
+    result = run(benchmark, costs=costs, batch_size=4)
+    trace, summary = result.trace, result.summary
+    batch_costs = trace["batch_size"] * costs[trace["arm"]]
+    np.testing.assert_allclose(trace["cost"], np.cumsum(batch_costs))
+    exhaustive = benchmark.n_examples * costs.sum()
+    assert summary["exhaustive_cost"] == pytest.approx(exhaustive)
+    budget = 0.1 * exhaustive
+    assert trace["cost"][-1] >= budget > trace["cost"][-1] - batch_costs[-1]
+    np.testing.assert_allclose(trace["cost_pct"], 100 * trace["cost"] / exhaustive)
+    assert summary["total_cost"] == pytest.approx(trace["cost"][-1])
+
+
+def test_regret_is_that_of_the_recommended_row(benchmark):
+    result = run(benchmark, batch_size=4)
+    means = benchmark.scores.mean(axis=1)
+    np.testing.assert_allclose(result.trace["regret"], means.max() - means[result.trace["recommended"]])
+    assert result.summary["final_regret"] == result.trace["regret"][-1]
+
+
+def test_same_seed_same_trace_other_seed_other_trace(benchmark):
+    first, again, other = run(benchmark, seed=3), run(benchmark, seed=3), run(benchmark, seed=4)
+    for name in TRACE_COLUMNS:
+        np.testing.assert_array_equal(first.trace[name], again.trace[name])
+    assert not np.array_equal(first.trace["arm"][:50], other.trace["arm"][:50])
+
+
+def test_run_goes_past_the_stopping_signal_and_records_it(benchmark):
+    result = run(benchmark, budget=1.0, batch_size=8, lam=1e-3)
+    summary = result.summary
+    assert summary["stop_step"] is not None
+    assert summary["stop_step"] < summary["n_steps"]
+    assert summary["stop_cost_pct"] == result.trace["cost_pct"][summary["stop_step"] - 1]
+    # With the full budget every arm is evaluated on every example.
+    assert summary["total_cost"] == pytest.approx(summary["exhaustive_cost"])
+    assert summary["final_regret"] == 0.0
+
+
+def test_regret_at_takes_the_last_batch_within_the_budget():
+    cost_pct = np.array([0.5, 0.9, 1.0, 1.7, 2.4, 6.0])
+    regret = np.array([0.5, 0.4, 0.3, 0.2, 0.1, 0.0])
+    assert regret_at(cost_pct, regret, 1) == 0.3
+    assert regret_at(cost_pct, regret, 2) == 0.2
+    assert regret_at(cost_pct, regret, 5) == 0.1
+    assert regret_at(cost_pct, regret, 0.1) is None
+
+
+class Scripted(Policy):
+    """Evaluates ``(arm, batch size)`` in the order given and recommends the arms of ``recommended``."""
+
+    name = label = "scripted"
+
+    def __init__(self, batches, recommended):
+        self.batches, self.recommended = batches, recommended
+
+    def reset(self, problem, rng):
+        self.step, self.taken = 0, np.zeros(problem.n_arms, dtype=int)
+
+    def select(self):
+        if self.step == len(self.batches):
+            return None
+        arm, size = self.batches[self.step]
+        self.taken[arm] += size
+        return Request(arm, np.arange(self.taken[arm] - size, self.taken[arm]))
+
+    def observe(self, request, scores):
+        self.step += 1
+
+    def recommend(self):
+        return self.recommended[self.step - 1]
+
+
+def test_regret_at_a_cost_share_is_read_after_the_last_batch_at_or_below_it():
+    # Unit cost, 3 arms x 100 examples: 1 % of the exhaustive cost is 3 cells, 2 % is 6.
+    # The batches end at 1, 3 (exactly 1 %), 7 (just past 2 %) and 9 cells (exactly 3 %).
+    scores = np.repeat(np.array([[1.0], [0.5], [0.0]]), 100, axis=1)
+    bench = Benchmark("boundaries", scores)
+    policy = Scripted([(0, 1), (1, 2), (2, 4), (0, 2)], recommended=[2, 1, 2, 0])
+    result = simulate(bench, policy, np.ones(3), GaussianPrior(), budget_fraction=0.03)
+    np.testing.assert_allclose(result.trace["cost_pct"], [1 / 3, 1.0, 7 / 3, 3.0])
+    np.testing.assert_array_equal(result.trace["regret"], [1.0, 0.5, 1.0, 0.0])
+    summary = result.summary
+    assert summary["regret_at_1pct"] == 0.5  # the batch ending exactly at 1 % counts
+    assert summary["regret_at_2pct"] == 0.5  # the batch ending at 2.33 % does not count at 2 %
+    assert regret_at(result.trace["cost_pct"], result.trace["regret"], 3) == 0.0
+    # Rounding of the running cost sum does not move a batch across the boundary; 1e-7 does.
+    assert regret_at(np.array([0.5, 1.0 + 4e-16]), np.array([0.7, 0.2]), 1) == 0.2
+    assert regret_at(np.array([0.5, 1.0 + 1e-7]), np.array([0.7, 0.2]), 1) == 0.7
+
+
+def test_summary_and_trace_round_trip(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    header = gzip.decompress((tmp_path / TRACE_FILE).read_bytes()).decode().splitlines()[0]
+    assert header == "step,arm,batch_size,cost,cost_pct,recommended,regret"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    required = {
+        "benchmark", "policy", "seed", "prior_mean", "prior_var", "batch_size", "lam", "kappa",
+        "cost_mode", "budget_fraction", "exhaustive_cost", "total_cost", "stop_cost_pct",
+        "final_regret", "regret_at_1pct", "regret_at_2pct", "regret_at_5pct", "wall_time_s",
+    }
+    assert required <= summary.keys()
+    loaded = RunResult.load(tmp_path)
+    for name in TRACE_COLUMNS:
+        np.testing.assert_allclose(loaded.trace[name], result.trace[name], rtol=1e-9)
+
+
+def test_the_same_run_saves_the_same_bytes(benchmark, tmp_path):
+    run(benchmark, batch_size=4).save(tmp_path / "a")
+    run(benchmark, batch_size=4).save(tmp_path / "b")
+    assert (tmp_path / "a" / TRACE_FILE).read_bytes() == (tmp_path / "b" / TRACE_FILE).read_bytes()
+
+
+def test_the_trace_text_is_that_of_np_savetxt(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    expected = io.StringIO()
+    table = np.column_stack([result.trace[name].astype(np.float64) for name in TRACE_COLUMNS])
+    formats = ["%d", "%d", "%d", "%.10g", "%.10g", "%d", "%.10g"]
+    np.savetxt(expected, table, delimiter=",", fmt=formats, header=",".join(TRACE_COLUMNS), comments="")
+    assert gzip.decompress((tmp_path / TRACE_FILE).read_bytes()).decode() == expected.getvalue()
+
+
+def test_runs_saved_with_an_uncompressed_trace_still_load(benchmark, tmp_path):
+    result = run(benchmark, batch_size=4)
+    result.save(tmp_path)
+    trace_csv = gzip.decompress((tmp_path / TRACE_FILE).read_bytes())
+    (tmp_path / TRACE_FILE).unlink()
+    (tmp_path / "trace.csv").write_bytes(trace_csv)
+    loaded = RunResult.load(tmp_path)
+    np.testing.assert_array_equal(loaded.trace["arm"], result.trace["arm"])
+    np.testing.assert_allclose(loaded.trace["regret"], result.trace["regret"], rtol=1e-9)
+
+
+def test_a_run_without_its_trace_is_a_named_error(benchmark, tmp_path):
+    run(benchmark, batch_size=4).save(tmp_path)
+    (tmp_path / TRACE_FILE).unlink()
+    with pytest.raises(FileNotFoundError, match="no trace.csv.gz"):
+        RunResult.load(tmp_path)
+
+
+class RepeatingPolicy(Policy):
+    """A faulty policy that asks for the same cells again."""
+
+    def reset(self, problem, rng):
+        pass
+
+    def select(self):
+        return Request(0, np.array([0, 1]))
+
+    def observe(self, request, scores):
+        pass
+
+    def recommend(self):
+        return 0
+
+
+def test_a_policy_cannot_evaluate_a_cell_twice(benchmark):
+    with pytest.raises(ValueError, match="examples of arm 0 twice"):
+        simulate(benchmark, RepeatingPolicy(), np.ones(benchmark.n_arms), GaussianPrior())
+
+
+def test_a_request_cannot_name_one_example_twice(benchmark):
+    class Doubling(RepeatingPolicy):
+        def select(self):
+            return Request(0, np.array([3, 1, 3]))
+
+    with pytest.raises(ValueError, match="examples of arm 0 twice"):
+        simulate(benchmark, Doubling(), np.ones(benchmark.n_arms), GaussianPrior())
+
+
+@pytest.mark.parametrize("budget", [0.0, 1.5, -0.1])
+def test_budget_fraction_must_be_in_unit_interval(benchmark, budget):
+    with pytest.raises(ValueError, match=r"budget must be a number in \(0, 1\]"):
+        run(benchmark, budget=budget)
+
+
+def test_costs_must_be_positive(benchmark):
+    costs = np.ones(benchmark.n_arms)
+    costs[4] = 0.0
+    with pytest.raises(ValueError, match="costs must be positive and finite; bad arms \\[4\\]"):
+        run(benchmark, costs=costs)
