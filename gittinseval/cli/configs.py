@@ -7,21 +7,34 @@ its folder in worker processes that import only the task function's module
 
 - The ``path_component`` resolver names a run's folder after its swept values
   (``conf/config.yaml``); a value that is a path must not nest folders.
-- The ``method`` group: every ``conf/policy/<name>.yaml`` without a file of its
-  own in ``conf/method/`` is also the method ``<name>`` (``method=<name>`` sets
+- The ``config_groups`` resolver lists the config groups and their options in
+  ``--help`` (``conf/hydra/help/``), so that a new yaml file is listed with no edit.
+- The ``method`` group: every ``policy/<name>.yaml`` without a file of its own in
+  ``method/`` is also the method ``<name>`` (``method=<name>`` sets
   ``policy=<name>``), so a baseline is one module and one policy yaml.  Files in
   ``conf/method/`` are the methods that set more than the policy (GittinsEval-G,
-  -S, -EB also choose the prior).
+  -S, -EB also choose the prior).  ``conf/`` is registered at import; the folders
+  a command line adds with ``hydra.searchpath=[...]`` are registered by the app's
+  ``main`` (:func:`register_method_aliases`) before Hydra composes anything, and
+  reach the launchers' workers with the rest of Hydra's ConfigStore (the joblib,
+  Ray and Submitit launchers hand their workers the singletons' state).
 """
 
 from __future__ import annotations
 
+import importlib.resources
+import sys
+import textwrap
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
-__all__ = ["CONFIG_DIR"]
+__all__ = ["CONFIG_DIR", "config_groups_help", "register_method_aliases", "search_path_dirs"]
 
 
 def _config_dir() -> Path:
@@ -33,14 +46,73 @@ def _config_dir() -> Path:
 CONFIG_DIR = _config_dir()
 
 
-def _register_method_aliases(config_dir: Path) -> None:
+def register_method_aliases(config_dirs: Iterable[Path]) -> list[str]:
+    """Make each ``<dir>/policy/<name>.yaml`` without a ``<dir>/method/<name>.yaml`` the method ``<name>``.
+
+    Returns the names registered, in order.  A folder without ``policy/`` adds none.
+    """
     store = ConfigStore.instance()
-    written = {path.stem for path in (config_dir / "method").glob("*.yaml")}
-    for path in sorted((config_dir / "policy").glob("*.yaml")):
-        if path.stem not in written:
-            node = {"defaults": [{"override /policy": path.stem}]}
-            store.store(group="method", name=path.stem, node=node, package="_global_")
+    registered = []
+    for config_dir in config_dirs:
+        written = {path.stem for path in (config_dir / "method").glob("*.yaml")}
+        for path in sorted((config_dir / "policy").glob("*.yaml")):
+            if path.stem not in written:
+                node = {"defaults": [{"override /policy": path.stem}]}
+                store.store(group="method", name=path.stem, node=node, package="_global_")
+                registered.append(path.stem)
+    return registered
 
 
+def search_path_dirs(overrides: Sequence[str]) -> list[Path]:
+    """The folders that ``hydra.searchpath=[...]`` among command-line ``overrides`` adds.
+
+    ``file://`` entries are paths (relative ones to the working directory), ``pkg://``
+    entries folders inside installed packages; other words (flags, ``-m``) are skipped.
+    An override Hydra cannot parse is left for Hydra to report.
+    """
+    words = [word for word in overrides if word.split("=", 1)[0].lstrip("+~") == "hydra.searchpath"]
+    try:
+        parsed = OverridesParser.create().parse_overrides(words)
+    except OverrideParseException:
+        return []
+    folders = []
+    for override in parsed:
+        entries = override.value()
+        for entry in entries if isinstance(entries, list) else [entries]:
+            scheme, _, location = str(entry).partition("://")
+            if scheme == "file":
+                folders.append(Path(location))
+            elif scheme == "pkg":
+                package, _, inner = location.replace("/", ".").partition(".")
+                folders.append(Path(str(importlib.resources.files(package))).joinpath(*inner.split(".")))
+    return folders
+
+
+def _group_options(group: str, overrides: list[str]) -> list[str]:
+    """The options of ``group``, those of its subgroups as ``sub/option`` (e.g. ``paper/main``)."""
+    loader = GlobalHydra.instance().config_loader()
+    options = loader.get_group_options(group, config_name="config", overrides=overrides)
+    for subgroup in loader.list_groups(group):
+        options += [f"{subgroup}/{option}" for option in _group_options(f"{group}/{subgroup}", overrides)]
+    return options
+
+
+def config_groups_help() -> str:
+    """Each config group with its options, one wrapped paragraph a group (the ``--help`` listing).
+
+    Read from Hydra's config repository while ``--help`` is rendered, with the
+    command line's ``hydra.searchpath`` folders, so that every yaml file on the search
+    path is listed and none by hand.
+    """
+    loader = GlobalHydra.instance().config_loader()
+    overrides = [word for word in sys.argv[1:] if word.split("=", 1)[0] == "hydra.searchpath"]
+    paragraphs = []
+    for group in sorted(set(loader.list_groups("")) - {"hydra"}):
+        options = ", ".join(_group_options(group, overrides))
+        paragraphs.append(textwrap.fill(options, width=86, initial_indent=f"  {group:<12}", subsequent_indent=" " * 14))
+    return "\n".join(paragraphs)
+
+
+OmegaConf.register_new_resolver("config_groups", config_groups_help, replace=True)
 OmegaConf.register_new_resolver("path_component", lambda text: str(text).replace("/", "_"), replace=True)
-_register_method_aliases(CONFIG_DIR)
+register_method_aliases([CONFIG_DIR])

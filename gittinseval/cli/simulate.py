@@ -10,7 +10,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.cli.configs import CONFIG_DIR, register_method_aliases, search_path_dirs
 from gittinseval.cli.errors import one_line_errors, run_app
 from gittinseval.data import mmlu_subjects
 from gittinseval.sim.experiment import code_commit, run_trials
@@ -53,6 +53,8 @@ def _app(cfg: DictConfig) -> dict[str, float | int | None]:
 
 def main() -> None:
     sys.argv[1:] = expand_subject_sweep(sys.argv[1:])
+    # A baseline kept outside the repository joins `-m method=...` sweeps like the bundled ones.
+    register_method_aliases(search_path_dirs(sys.argv[1:]))
     check_launcher(sys.argv[1:])
     # Every run of this process is stamped with the commit of the code it loaded now, not
     # with whatever is checked out when its first run finishes (the answer is cached).
