@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gittinseval.core.costs import PriceCost, UnitCost
+from gittinseval.core.costs import CellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
@@ -31,6 +31,7 @@ _LAZY = {"Evaluator": "gittinseval.live", "evaluate": "gittinseval.live"}
 __all__ = [
     "Benchmark",
     "BenchmarkPrior",
+    "CellCost",
     "EmpiricalPrior",
     "EmpiricalPriorEstimator",
     "EmpiricalTargetChain",

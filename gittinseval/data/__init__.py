@@ -6,12 +6,14 @@ from gittinseval.data.banditeval import load_gsm8k, load_piqa, read_banditeval_m
 from gittinseval.data.benchmark import Benchmark, validate_matrix, validate_prices
 from gittinseval.data.matrix import load_matrix, read_costs, read_matrix
 from gittinseval.data.mmlu import load_mmlu, mmlu_batch_size, mmlu_subjects, read_prompteval_mmlu
+from gittinseval.data.zeroeval import load_gsm8k_zeroeval
 
 __all__ = [
     "Benchmark",
     "load_alpacaeval",
     "load_alpacaeval_paper",
     "load_gsm8k",
+    "load_gsm8k_zeroeval",
     "load_matrix",
     "load_mmlu",
     "load_piqa",

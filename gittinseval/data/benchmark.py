@@ -62,6 +62,10 @@ class Benchmark:
         scores: ``[K, N]`` float64 scores in [0, 1].
         prices: ``[K]`` raw per-example price of each arm (USD per 1M tokens for
             the bundled data), or ``None`` if the benchmark has no prices.
+        cell_costs: ``[K, N]`` raw cost of each cell, where each example of an arm
+            costs its own (``cost=per_cell``), or ``None``.  Its row means are the
+            arms' expected costs: ``prices`` defaults to them, and must equal them
+            if both are given.
         arm_names: ``K`` readable arm names.
         features: ``[K, D]`` int64 categorical configuration codes.
         specific_prior: ``(mean, var)`` of the benchmark's data-specific prior,
@@ -76,6 +80,7 @@ class Benchmark:
     name: str
     scores: np.ndarray = field(repr=False)
     prices: np.ndarray | None = field(default=None, repr=False)
+    cell_costs: np.ndarray | None = field(default=None, repr=False)
     arm_names: tuple[str, ...] = field(default=(), repr=False)
     features: np.ndarray | None = field(default=None, repr=False)
     specific_prior: tuple[float, float] | None = None
@@ -91,6 +96,19 @@ class Benchmark:
         scores = _read_only(validate_matrix(self.scores, self.name))
         object.__setattr__(self, "scores", scores)
         n_arms = scores.shape[0]
+        if self.cell_costs is not None:
+            cells = np.asarray(self.cell_costs, dtype=np.float64)
+            if cells.shape != scores.shape:
+                raise ValueError(f"{self.name}: cell costs have shape {cells.shape}, the scores {scores.shape}")
+            cells = positive_finite_values(cells.reshape(-1), f"{self.name}: cell costs", item="cells")
+            cells = _read_only(cells.reshape(scores.shape))
+            object.__setattr__(self, "cell_costs", cells)
+            expected = cells.mean(axis=1)
+            if self.prices is None:
+                object.__setattr__(self, "prices", expected)
+            elif not np.allclose(np.asarray(self.prices, dtype=np.float64), expected, rtol=1e-9, atol=0):
+                raise ValueError(f"{self.name}: prices must be the row means of the cell costs (each arm's "
+                                 "expected cost per example)")
         if self.prices is not None:
             prices = validate_prices(self.prices, n_arms, f"{self.name} costs")
             object.__setattr__(self, "prices", _read_only(prices))

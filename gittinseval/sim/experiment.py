@@ -125,6 +125,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             cost_mode=cost_model.name,
             prior_name=prior.name,
             progress=bool(cfg.progress),
+            cell_costs=cost_model.cell_costs(benchmark),
         )
     result.summary["threads"] = threads
     return result

@@ -110,6 +110,7 @@ def simulate(
     cost_mode: str = "custom",
     prior_name: str | None = None,
     progress: bool = False,
+    cell_costs: np.ndarray | None = None,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
@@ -127,6 +128,9 @@ def simulate(
         seed: seed of the run; all of the policy's randomness derives from it.
         cost_mode, prior_name: names recorded in the summary.
         progress: show a progress bar.
+        cell_costs: ``[K, N]`` raw cost of each cell, charged instead of ``costs``
+            (which the policy still plans with); their row sums must equal
+            ``N * costs``, so that the budget is the same fraction of all cells.
     """
     # The one check of the budget fraction (the config key `budget` of gittinseval).
     budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
@@ -144,6 +148,12 @@ def simulate(
     )
     if problem.n_arms != n_arms:
         raise ValueError(f"{len(problem.costs)} costs for {n_arms} arms")
+    if cell_costs is not None:
+        cell_costs = np.asarray(cell_costs, dtype=np.float64)
+        if cell_costs.shape != scores.shape:
+            raise ValueError(f"cell costs have shape {cell_costs.shape}, the scores {scores.shape}")
+        if not np.allclose(cell_costs.mean(axis=1), problem.costs, rtol=1e-9, atol=0):
+            raise ValueError("the arms' costs must be the row means of the cell costs")
     row_means = benchmark.row_means
     best = float(row_means.max())
     exhaustive = problem.exhaustive_cost
@@ -161,7 +171,11 @@ def simulate(
             request = policy.select()
             if request is None:
                 break
-            batch_cost = _check_request(request, seen, n_arms) * problem.costs[request.arm]
+            size = _check_request(request, seen, n_arms)
+            if cell_costs is None:
+                batch_cost = size * problem.costs[request.arm]
+            else:
+                batch_cost = float(cell_costs[request.arm, request.examples].sum())
             seen[request.arm, request.examples] = True
             policy.observe(request, scores[request.arm, request.examples])
             spent += batch_cost
