@@ -1,1 +1,1 @@
-"""Reading runs back: seed-clustered statistics, regret curves, figures and the report."""
+"""Reading runs back: seed-clustered statistics, regret curves, the report's panels and tables, figures."""

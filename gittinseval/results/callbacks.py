@@ -135,7 +135,7 @@ class PlotSweep(Callback):
                   "gittinseval-report pools them into the paper's panels (MMLU by bucket).")
         print(f"Summary tables: gittinseval-report {sweep_dir}")
         if store:
-            print(f"Add the runs to the results store: gittinseval-report {sweep_dir} --export {store}")
+            print(f"Add the runs to the results store: gittinseval-store export {sweep_dir} --to {store}")
         offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)
         if offline_run is not None:
             # Run folders sit one level down, or two with trials= (seed=<s>/ inside the job's).

@@ -1,46 +1,25 @@
-"""Aggregate runs into regret curves and draw them as in the paper.
+"""Figures of regret curves, wall times and arm quality, drawn as in the paper.
 
-Aggregation (paper appendix "Curve aggregation and visualization"), on the runs'
-rows (:class:`~gittinseval.sim.results_store.RunRow`): each run's regret trajectory is linearly
-interpolated onto fixed nodes of its budget (350 evenly spaced over ``[0, budget]``,
-or evenly spaced in log cost for a log axis, :func:`~gittinseval.sim.results_store.run_grid`).  A
-group's grid is those nodes within the observed range of its runs, between its first
-and last batch; a run is missing outside its own observed range (no extrapolation).
-Runs of one budget share their nodes, so at every node the curve is the mean of the
-runs' stored values; runs of other budgets are interpolated between theirs.  The curve
-is the mean over the runs present at a grid point, the band one standard error, and
-the dashed line the mean cost at which the stopping signal fired.
-
+The curves come from :mod:`gittinseval.results.curves`; this module only draws them.
 Figures follow the paper's layout: a benchmark's unit-cost and cost-aware panels
 side by side in one figure (:func:`plot_panels`), one fixed colour per method in
 every figure (:func:`curve_colors`), and cost-axis ticks at 1, 2, 5 and 10 % (and
 the same 1-2-5 steps in the decades below on a log axis).
-
-Configuration-level BO runs (their summary's ``hyperparameters`` carry
-``n_initial``, the size of the random initial design) are aggregated as the
-paper does: each run's initial-design segment is dropped, its remaining
-trajectory (from its initial-design endpoint ``e_r`` on) is shifted to start at
-the mean endpoint ``mean_r e_r``, linearly interpolated onto 350 points from
-there to the latest shifted end, and right-held at its final regret past its
-own end, so every run counts at every grid point.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from gittinseval.results.stats import clustered_mean_se
-from gittinseval.sim.results_store import RunRow, find_runs, interpolate, run_grid
+from gittinseval.results.curves import RegretCurve, sweep_curves
 
 __all__ = [
-    "METHOD_COLORS", "RegretCurve", "aggregate_group", "aggregate_runs", "cost_ticks", "curve_colors",
-    "plot_arm_quality", "plot_curves", "plot_panels", "plot_sweep", "plot_wall_times",
+    "METHOD_COLORS", "cost_ticks", "curve_colors", "plot_arm_quality", "plot_curves", "plot_panels",
+    "plot_sweep", "plot_wall_times",
 ]
 
 # One colour per method, the same in every figure (matplotlib's tab10 and black).
@@ -63,93 +42,23 @@ SPARE_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"
 TICK_STEPS = (1.0, 2.0, 5.0)
 
 
-@dataclass
-class RegretCurve:
-    """Mean regret of a group of runs on a budget grid.
+def _pyplot():
+    """``matplotlib.pyplot`` on the file-only Agg backend (figures are written, never shown)."""
+    import matplotlib
 
-    Attributes (arrays of shape ``[G]``): ``grid`` (cost % of exhaustive),
-    ``mean``, ``stderr`` (clustered by seed, :mod:`gittinseval.results.stats`; 0 where the
-    runs present are of fewer than two seeds) and ``count`` of runs
-    present at each point; ``stop_pct`` is the mean stopping cost % over the runs
-    whose signal fired (``None`` if none did) and ``n_stopped`` their number;
-    ``init_pct`` is the mean initial-design endpoint of BO runs (``None`` otherwise).
-    """
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-    label: str
-    grid: np.ndarray
-    mean: np.ndarray
-    stderr: np.ndarray
-    count: np.ndarray
-    n_runs: int
-    stop_pct: float | None
-    n_stopped: int
-    init_pct: float | None = None
+    return plt
 
 
-def _bandit_rows(members: list[RunRow], log_grid: bool) -> tuple[np.ndarray, np.ndarray, None]:
-    """The runs' nodes within their observed range, and each run on them, NaN outside its range."""
-    points = [row.points(log_grid) for row in members]
-    start = min(x[0] for x, _ in points)
-    end = max(x[-1] for x, _ in points)
-    budgets = {row.summary["budget_fraction"]: len(row.linear) for row in members}
-    nodes = np.concatenate([run_grid(budget, size, log_grid) for budget, size in budgets.items()])
-    grid = np.unique(np.concatenate([[start], nodes[(nodes > start) & (nodes < end)], [end]]))
-    return grid, np.stack([interpolate(x, y, grid) for x, y in points]), None
-
-
-def _spaced(start: float, end: float, grid_points: int, log_grid: bool) -> np.ndarray:
-    return np.geomspace(start, end, grid_points) if log_grid else np.linspace(start, end, grid_points)
-
-
-def _bo_rows(members: list[RunRow], log_grid: bool) -> tuple[np.ndarray, np.ndarray, float]:
-    """Post-initialisation trajectories aligned at the mean initial-design endpoint, right-held."""
-    segments = []
-    for row in members:
-        x, y = row.points(log_grid)
-        after = x > row.init_pct
-        segments.append((np.concatenate([[row.init_pct], x[after]]), np.concatenate([[row.init_regret], y[after]])))
-    init_pct = float(np.mean([row.init_pct for row in members]))
-    shifted = [(x - x[0] + init_pct, y) for x, y in segments]
-    grid = _spaced(init_pct, max(x[-1] for x, _ in shifted), len(members[0].linear), log_grid)
-    # np.interp holds the end values outside [x[0], x[-1]]; every segment starts at the grid's start.
-    return grid, np.stack([np.interp(grid, x, y) for x, y in shifted]), init_pct
-
-
-def aggregate_group(label: str, members: list[RunRow], log_grid: bool = False) -> RegretCurve:
-    """The :class:`RegretCurve` of one group of runs (one curve of a figure), from their rows.
-
-    BO runs use the BO aggregation of the module docstring; a group mixing BO and
-    other runs is an error.  ``log_grid`` uses the runs' log-spaced nodes (for a log
-    cost axis) instead of the paper's even linear spacing.
-    """
-    n_bo = sum(row.init_pct is not None for row in members)
-    if 0 < n_bo < len(members):
-        raise ValueError(f"{label}: {n_bo} of {len(members)} runs are BO runs; cannot aggregate both")
-    grid, stacked, init_pct = (_bo_rows if n_bo else _bandit_rows)(members, log_grid)
-    count = np.sum(~np.isnan(stacked), axis=0)
-    mean, stderr, _ = clustered_mean_se(stacked, [row.summary["seed"] for row in members])
-    stderr = np.nan_to_num(stderr, nan=0.0)  # no band where the runs present are of one seed
-    stops = [row.summary["stop_cost_pct"] for row in members if row.summary.get("stop_cost_pct") is not None]
-    return RegretCurve(
-        label=label,
-        grid=grid,
-        mean=mean,
-        stderr=stderr,
-        count=count,
-        n_runs=len(members),
-        stop_pct=float(np.mean(stops)) if stops else None,
-        n_stopped=len(stops),
-        init_pct=init_pct,
-    )
-
-
-def aggregate_runs(rows: list[RunRow], log_grid: bool = False) -> list[RegretCurve]:
-    """One :class:`RegretCurve` per (benchmark, label), in order of first appearance."""
-    groups: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
-    for row in rows:
-        if row.has_steps:
-            groups[(row.summary["benchmark"], row.summary["label"])].append(row)
-    return [aggregate_group(label, members, log_grid) for (_, label), members in groups.items()]
+def _save(fig, out: str | Path, **savefig_options) -> Path:
+    """Write ``fig`` to ``out`` (creating its folder) and close it."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, **savefig_options)
+    _pyplot().close(fig)
+    return out
 
 
 def _method(label: str) -> str:
@@ -263,11 +172,7 @@ def plot_panels(
     ``log_cost`` puts the cost on a log axis: most of the regret falls below 1-2 %
     of the exhaustive cost, which a linear axis up to 10 % squeezes into its left edge.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     if not panels or any(not curves for _, curves in panels):
         raise ValueError("plot_panels needs at least one panel and at least one curve in each")
     colors = curve_colors([curve.label for _, curves in panels for curve in curves])
@@ -280,11 +185,7 @@ def plot_panels(
     axes[0][0].set_ylabel("simple regret")
     fig.suptitle(title + ("\n" if title else "") + "dashed: mean stop; dotted: not all runs yet", fontsize="small")
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return _save(fig, out, bbox_inches="tight")
 
 
 def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log_cost: bool = True) -> Path:
@@ -295,38 +196,27 @@ def plot_curves(curves: list[RegretCurve], out: str | Path, title: str = "", log
 def plot_sweep(
     sweep_dir: str | Path, out: str | Path | None = None, log_cost: bool = True, max_figures: int | None = None
 ) -> tuple[list[Path], list[RegretCurve]]:
-    """Aggregate every run under ``sweep_dir`` and write the regret figures (PNG).
+    """Draw the regret figures (PNG) of the runs under ``sweep_dir``, aggregated by
+    :func:`~gittinseval.results.curves.sweep_curves`.
 
     One figure per benchmark, its cost modes side by side (unit cost first, as in
     the paper): with a single benchmark the figure is ``out`` (default
     ``<sweep_dir>/regret.png``); with several, each is named ``<out stem>_<benchmark>.png``
     next to ``out``.  With more than ``max_figures`` (benchmark, cost mode) panels,
-    nothing is read or drawn: ``([], [])``.
+    nothing is read or drawn: ``([], [])``.  Returns the figures and every curve drawn.
     """
     sweep_dir = Path(sweep_dir)
     out = Path(out) if out is not None else sweep_dir / "regret.png"
-    if max_figures is not None:  # count the panels from the summaries before reading any trace
-        keys = set()
-        for path in sweep_dir.rglob("summary.json"):
-            summary = json.loads(path.read_text())
-            keys.add((summary["benchmark"], summary["cost_mode"]))
-        if len(keys) > max_figures:
-            return [], []
-    by_benchmark: dict[str, dict[str, list[RunRow]]] = defaultdict(lambda: defaultdict(list))
-    for run in find_runs(sweep_dir):
-        by_benchmark[run.summary["benchmark"]][run.summary["cost_mode"]].append(RunRow.of(run))
-    figures, all_curves = [], []
-    for benchmark, modes in by_benchmark.items():
-        panels = []
-        for cost_mode in sorted(modes, key=lambda mode: (mode != "unit", mode)):
-            curves = aggregate_runs(modes[cost_mode], log_grid=log_cost)
-            all_curves.extend(curves)
-            panels.append((f"{cost_mode} cost", curves))
-        stand_in = " [stand-in]" if next(iter(modes.values()))[0].summary.get("stand_in") else ""
-        name = benchmark.replace("/", "_")
-        target = out if len(by_benchmark) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
-        figures.append(plot_panels(panels, target, f"{benchmark}{stand_in}", log_cost))
-    return figures, all_curves
+    benchmarks = sweep_curves(sweep_dir, log_grid=log_cost, max_panels=max_figures)
+    figures = []
+    for benchmark in benchmarks:
+        panels = [(f"{cost_mode} cost", curves) for cost_mode, curves in benchmark.by_cost_mode.items()]
+        name = benchmark.benchmark.replace("/", "_")
+        target = out if len(benchmarks) == 1 else out.with_name(f"{out.stem}_{name}{out.suffix}")
+        title = benchmark.benchmark + (" [stand-in]" if benchmark.stand_in else "")
+        figures.append(plot_panels(panels, target, title, log_cost))
+    drawn = [curve for benchmark in benchmarks for curves in benchmark.by_cost_mode.values() for curve in curves]
+    return figures, drawn
 
 
 def plot_arm_quality(benchmarks: list, out: str | Path, title: str, prior_means: list[float | None]) -> Path:
@@ -335,11 +225,7 @@ def plot_arm_quality(benchmarks: list, out: str | Path, title: str, prior_means:
     Each panel marks the mean over arms (red), the best arm (green) and, when given,
     the benchmark's prior mean (purple).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     n_panels = len(benchmarks)
     columns = min(n_panels, 5)
     rows = -(-n_panels // columns)
@@ -359,11 +245,7 @@ def plot_arm_quality(benchmarks: list, out: str | Path, title: str, prior_means:
     fig.suptitle(title)
     fig.supxlabel("arm accuracy (full-row mean)", fontsize="small")
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, title: str) -> Path:
@@ -372,11 +254,7 @@ def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, 
     ``groups`` maps a panel name to ``{method label: [wall seconds of each run]}``
     (paper App. "timing": total wall time per run, by benchmark and MMLU size group).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     labels = list(dict.fromkeys(label for methods in groups.values() for label in methods))
     colors = curve_colors(labels)
     width = 0.8 / max(len(labels), 1)
@@ -396,8 +274,4 @@ def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, 
     ax.set_title(title)
     ax.legend(frameon=False, fontsize="x-small", ncol=2)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)

@@ -9,11 +9,12 @@ correlation within a seed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["clustered_mean_se"]
+__all__ = ["Estimate", "clustered_mean_se"]
 
 
 def clustered_mean_se(values: np.ndarray, clusters: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -48,3 +49,27 @@ def clustered_mean_se(values: np.ndarray, clusters: Sequence) -> tuple[np.ndarra
     g = n_clusters[several]
     se[several] = np.sqrt(g / (g - 1) * (cluster_sums[:, several] ** 2).sum(axis=0)) / count[several]
     return mean, se, n_clusters
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The mean of ``n`` values drawn under ``seeds`` distinct seeds, and its seed-clustered standard error.
+
+    ``se`` is that of :func:`clustered_mean_se`, except that a single value's is 0 (the
+    value is its own mean); several values of one seed leave it ``nan`` (no spread between
+    seeds to estimate).
+    """
+
+    mean: float
+    se: float
+    n: int
+    seeds: int
+
+    @classmethod
+    def of(cls, measured: Sequence[tuple[float, Hashable]]) -> Estimate | None:
+        """The estimate of ``(value, seed)`` pairs; ``None`` without any."""
+        if not measured:
+            return None
+        values, seeds = zip(*measured, strict=True)
+        mean, se, n_seeds = clustered_mean_se(np.asarray(values, dtype=float), seeds)
+        return cls(float(mean[0]), 0.0 if len(values) == 1 else float(se[0]), len(values), int(n_seeds[0]))

@@ -11,6 +11,7 @@ all of one scalar type (bool, int, float or str) are typed columns; nested value
 (``benchmark_details``, ``hyperparameters``, ``diagnostics``) and columns that mix types
 (``kappa`` given as ``1`` in one run and ``1.0`` in another) are JSON strings, so every
 value reads back as the same Python value.  The curve is in the ``curve_*`` columns.
+Runs are added to a store by :func:`export` (the command ``gittinseval-store export``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "LOG_GRID_FLOOR",
     "RUN_GRID_POINTS",
     "RunRow",
+    "export",
     "export_rows",
     "find_runs",
     "interpolate",
@@ -284,6 +286,12 @@ def export_rows(rows: Iterable[RunRow], store: str | Path) -> tuple[int, int]:
         if added:
             _write_atomic(stored + added, store)
     return len(added), len(rows) - len(added)
+
+
+def export(sources: Iterable[str | Path], store: str | Path) -> tuple[int, int]:
+    """Add the runs of ``sources`` (sweep folders and stores, read by :func:`load_rows`) to the store
+    ``store`` (created if need be); ``(added, already stored)``, see :func:`export_rows`."""
+    return export_rows((row for source in sources for row in load_rows(source)), store)
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,12 +1,17 @@
 """gittinseval-report: panels and curves, table numbers against a direct computation, files written.
 
 The report works on the runs' rows (:class:`~gittinseval.sim.results_store.RunRow`); ``rows`` reduces
-fake runs to them, and the expected numbers are computed from the runs' traces."""
+fake runs to them, and the expected numbers are computed from the runs' traces.  The tables are numbers
+(:mod:`gittinseval.results.panels`); their cells are checked as the markdown writer
+(:mod:`gittinseval.results.tables`) writes them."""
 
 import numpy as np
 import pytest
 
-from gittinseval.results.report import curve_rows, main, overview_tables, paired_rows, panels, write_report
+from gittinseval.cli.report import main
+from gittinseval.results.panels import curve_rows, overview_tables, paired_rows, panels
+from gittinseval.results.report import write_report
+from gittinseval.results.tables import curve_cells, overview_cells, paired_cells
 from gittinseval.sim.results_store import RunRow
 from gittinseval.sim.simulator import RunResult
 
@@ -62,7 +67,7 @@ def test_table_numbers_equal_a_direct_computation():
         stop = float(cost[10]) if seed % 2 == 0 else None
         runs.append(fake_run("toy", "UCB-E", cost, regret, seed=seed, stop=stop, wall=float(seed + 1)))
     (panel,) = panels(rows(runs))
-    (row,) = curve_rows(panel)
+    (row,) = curve_cells(curve_rows(panel))
     for percent in (1, 2, 5, 10):
         values = []
         for run in runs:
@@ -94,7 +99,7 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
             want[5].append(other[2] - base[2])
     runs.append(fake_run("mmlu/c", "GittinsEval-EB", [1.0], [0.9], seed=0, details=details))  # no partner
     (panel,) = panels(rows(runs))
-    (row,) = paired_rows(panel, "GittinsEval-S")
+    (row,) = paired_cells(paired_rows(panel, "GittinsEval-S"))
     assert row["method − GittinsEval-S"] == "GittinsEval-EB" and row["pairs"] == "8"
     for percent in (1, 5):
         # Two subjects per seed: the SE is that of the four per-seed means (clustered by seed).
@@ -102,8 +107,8 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
         mean, se = np.mean(want[percent]), np.std(seed_means, ddof=1) / np.sqrt(4)
         assert row[f"Δ regret @ {percent}%"] == f"{mean:.4f} ± {se:.4f}"
     assert paired_rows(panel, "UCB-E") == []
-    (overview,) = overview_tables([panel], versus=("GittinsEval-S",))["unit"]
-    by_method = {r["method"]: r for r in curve_rows(panel)}
+    (overview,) = overview_cells(overview_tables([panel], versus=("GittinsEval-S",))["unit"])
+    by_method = {r["method"]: r for r in curve_cells(curve_rows(panel))}
     assert overview["2 % GittinsEval-S"] == by_method["GittinsEval-S"]["regret @ 2%"]
     assert overview["GittinsEval-EB − GittinsEval-S @ 2 %"] == row["Δ regret @ 2%"]
     assert overview["runs"] == "GittinsEval-EB 9, GittinsEval-S 8"
@@ -112,14 +117,14 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
 def test_values_of_one_seed_have_no_se():
     runs = [fake_run(f"mmlu/{s}", "UCB-E", [1.0, 2.0], [0.2, 0.1], details={"difficulty": "hard", "size": "small",
                                                                            "subject": s}) for s in "ab"]
-    (row,) = curve_rows(panels(rows(runs))[0])
+    (row,) = curve_cells(curve_rows(panels(rows(runs))[0]))
     assert row["regret @ 2%"] == "0.1000 ± – (one seed)"
 
 
 def test_a_column_past_the_runs_budget_is_empty():
     run = fake_run("toy", "UCB-E", [0.5, 1.0, 2.0], [0.3, 0.2, 0.1])
     run.summary["budget_fraction"] = 0.02
-    (row,) = curve_rows(panels(rows([run]))[0])
+    (row,) = curve_cells(curve_rows(panels(rows([run]))[0]))
     assert row["regret @ 2%"] == "0.1000 ± 0.0000" and row["regret @ 5%"] == "–" and row["regret @ 10%"] == "–"
 
 

@@ -17,10 +17,13 @@ from hydra import compose, initialize_config_dir
 import gittinseval.sim.experiment as experiment_module
 import gittinseval.sim.results_store as store_module
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.results.plotting import aggregate_group
-from gittinseval.results.report import export, main, panels, write_report
+from gittinseval.cli.report import main as report_main
+from gittinseval.cli.store import main as store_main
+from gittinseval.results.curves import aggregate_group
+from gittinseval.results.panels import panels
+from gittinseval.results.report import write_report
 from gittinseval.sim.experiment import CODE_ROOT, code_commit, config_digest, run_experiment
-from gittinseval.sim.results_store import RunRow, export_rows, find_runs, load_rows, read_store, stored_run
+from gittinseval.sim.results_store import RunRow, export, export_rows, find_runs, load_rows, read_store, stored_run
 from gittinseval.sim.simulator import RunResult
 from gittinseval.utils.validation import ConfigError
 
@@ -118,16 +121,17 @@ def test_the_report_from_the_store_equals_the_report_from_the_sweep_folders(swee
                 assert (from_store.stop_pct, from_store.init_pct) == (from_folders.stop_pct, from_folders.init_pct)
 
 
-def test_the_report_command_exports_and_reads_a_store(sweeps, tmp_path, monkeypatch, capsys):
+def test_the_store_command_exports_and_the_report_command_reads_a_store(sweeps, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    main([str(sweeps[1]), "--export", "docs/results/gsm8k.parquet"])
+    store_main(["export", str(sweeps[1]), "--to", "docs/results/gsm8k.parquet"])
     assert "docs/results/gsm8k.parquet: added 4 runs, 0 were stored already" in capsys.readouterr().out
-    main(["docs/results/gsm8k.parquet"])
+    report_main(["docs/results/gsm8k.parquet"])
     assert "### gsm8k_standin (aware cost) [stand-in data]" in capsys.readouterr().out
     assert (tmp_path / "outputs" / "report" / "gsm8k" / "overview.md").is_file()  # not beside the store
-    for argv in (["missing.parquet"], [str(sweeps[1]), "--export", "store.csv"]):
+    bad_export = ["export", str(sweeps[1]), "--to", "store.csv"]
+    for command, argv in ((report_main, ["missing.parquet"]), (store_main, bad_export)):
         with pytest.raises(SystemExit) as error:
-            main(argv)
+            command(argv)
         assert error.value.code == 2
     assert "no results store at missing.parquet" in capsys.readouterr().err
 
@@ -228,7 +232,7 @@ def test_a_rerun_sweep_skips_the_runs_of_its_store_and_counts_them(sweeps, store
     assert "sweep progress: 3 of 3 runs finished" in result.stderr + result.stdout
     (ran,) = (tmp_path / "rerun").rglob("summary.json")
     assert json.loads(ran.read_text())["seed"] == 2
-    assert f"--export {stored}" in result.stdout
+    assert f"gittinseval-store export {tmp_path / 'rerun'} --to {stored}" in result.stdout
 
 
 def test_a_run_records_the_commit_of_its_code(tmp_path):

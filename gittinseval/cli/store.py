@@ -1,0 +1,44 @@
+"""The ``gittinseval-store`` command: the results stores (:mod:`gittinseval.sim.results_store`).
+
+``gittinseval-store export SWEEP_DIR... --to STORE.parquet`` adds every finished run of the
+sweep folders (or of other stores: that merges them) to the store, once per config digest.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gittinseval.sim.results_store import export
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="gittinseval-store",
+        description="Results stores: Parquet files of finished runs, kept with the code and read by "
+        "gittinseval-report.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    export_command = commands.add_parser(
+        "export", help="add the runs of sweeps to a results store",
+        description="Add every finished run of the sources to the results store STORE; runs already stored with "
+        "the same config digest are kept as they are.",
+    )
+    export_command.add_argument(
+        "sources", nargs="+", metavar="SOURCE",
+        help="sweep directories (any directory holding runs) and results stores (.parquet files)",
+    )
+    export_command.add_argument(
+        "--to", required=True, metavar="STORE", help="the results store (a .parquet file, created if need be)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        added, already = export(args.sources, args.to)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(2, f"gittinseval-store: error: {error}\n")
+    print(f"{args.to}: added {added} runs, {already} were stored already")
+
+
+if __name__ == "__main__":
+    main()
