@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from gittinseval.results.panels import MMLU_PANELS
+from gittinseval.results.regenerate import regenerate
 from gittinseval.results.report import write_report
 
 __all__ = ["main"]
@@ -40,6 +41,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--linear", action="store_true", help="linear cost axis (default: log scale)")
     parser.add_argument(
+        "--all", action="store_true",
+        help="the SOURCE is a folder of results stores (docs/results): write the report of every store its "
+        "reports.yaml lists into that store's folder (the results pages' tables and figures)",
+    )
+    parser.add_argument(
         "--versus",
         metavar="LABEL",
         action="append",
@@ -48,6 +54,13 @@ def main(argv: list[str] | None = None) -> None:
         "seed; repeat for several",
     )
     args = parser.parse_args(argv)
+    if args.all:
+        try:
+            for report in regenerate(args.sources[0]):
+                print(f"{report.store} -> {report.out}/")
+        except (FileNotFoundError, ValueError) as error:
+            parser.exit(2, f"gittinseval-report: error: {error}\n")
+        return
     out = Path(args.out) if args.out else _default_out(Path(args.sources[0]))
     try:
         report = write_report(args.sources, out, args.mmlu_panels, log_cost=not args.linear, versus=tuple(args.versus))
