@@ -15,6 +15,7 @@ from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import LiveResult, evaluate_async
 from gittinseval.live.dry_run import dry_run_report
+from gittinseval.live.status import status_text
 from gittinseval.live.task import UNIT, LiveTask
 
 __all__ = ["dry_run", "run_live"]
@@ -55,8 +56,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     result = asyncio.run(evaluate_async(task, config))
     summary = {"task": task.name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    header = [result.ledger_line(), *(f"WARNING: {warning}" for warning in result.warnings)]
-    (output_dir / "status.txt").write_text("\n".join(header) + "\n\n" + result.status.format(top=20) + "\n")
+    (output_dir / "status.txt").write_text(status_text(result.ledger_line(), result.warnings, result.status))
     for warning in result.warnings:
         log.warning("%s", warning)
     rec = result.recommendation

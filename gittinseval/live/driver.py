@@ -18,10 +18,12 @@ from tqdm.auto import tqdm
 
 from gittinseval.core.protocol import Request
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.evaluator import ArmStatus, Attempt, Evaluator, Recommendation
+from gittinseval.live.evaluator import Evaluator
 from gittinseval.live.failures import is_transient
+from gittinseval.live.ledger import Attempt
+from gittinseval.live.status import ArmStatus, GradingWarnings, Recommendation
 from gittinseval.live.task import LiveTask
-from gittinseval.live.tracking import start_tracking
+from gittinseval.live.tracking import LiveTracker, start_tracking
 
 __all__ = ["LiveResult", "evaluate", "evaluate_async"]
 
@@ -188,8 +190,6 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     """
     if task.score_fn is None:
         raise ValueError("the task has no score_fn: a live run needs one (or drive an Evaluator by ask/tell)")
-    budget = config.budget_usd
-    arms, examples = list(task.arms), list(task.examples)
     evaluator = Evaluator(task, config)
     if evaluator.store.path is not None:
         told = len(evaluator.trace()["step"])
@@ -202,56 +202,124 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     except BaseException:
         evaluator.close()
         raise
-    call = _ScoreCall(task.score_fn, config.concurrency)
-    in_flight: set[asyncio.Future] = set()
-    halted: str | None = None
-    error: BaseException | None = None
-    error_where: str | None = None
-    currency = "" if evaluator.cost_unit == "unit" else "$"
-    bar = tqdm(
-        total=budget,
-        initial=evaluator.spent if budget is None else min(evaluator.spent, budget),
-        disable=not config.progress,
-        bar_format="{l_bar}{bar}| " + currency + "{n:.4g}/" + currency + "{total:.4g} [{elapsed}<{remaining}{postfix}]",
-        desc="gittinseval-live",
-    )
+    return await _AsyncRun(task, config, evaluator, tracker).run()
 
-    def blocker() -> str | None:
+
+class _AsyncRun:
+    """One run of :func:`evaluate_async`: its scoring calls in flight, why it halts, and its progress.
+
+    A call starts only while :meth:`blocker` says nothing blocks it (:meth:`launch`); the
+    run waits for the first call in flight to finish (:meth:`collect`) and starts more,
+    until no call is in flight and none may start.  A call that fails for good, or
+    returns invalid scores, halts the run (:meth:`halt_on`); so does a cancellation
+    (Ctrl-C), after which the calls in flight are still awaited.
+    """
+
+    def __init__(self, task: LiveTask, config: LiveConfig, evaluator: Evaluator, tracker: LiveTracker) -> None:
+        self.config = config
+        self.evaluator = evaluator
+        self.tracker = tracker
+        self.arms, self.examples = list(task.arms), list(task.examples)
+        self.call = _ScoreCall(task.score_fn, config.concurrency)
+        self.in_flight: set[asyncio.Future] = set()
+        """The scoring calls started and not yet recorded, each with its retries."""
+        self.halted: str | None = None
+        """``"error"`` or ``"interrupted"`` once no new call may start, whatever the budget."""
+        self.error: BaseException | None = None
+        """The first failure that halted the run."""
+        self.error_where: str | None = None
+        """The arm and the examples of that failure's call."""
+        self.grading = GradingWarnings()
+        currency = "" if evaluator.cost_unit == "unit" else "$"
+        spent_of_budget = currency + "{n:.4g}/" + currency + "{total:.4g}"
+        self.bar = tqdm(
+            total=config.budget_usd,
+            initial=self._progress_spent(),
+            disable=not config.progress,
+            bar_format="{l_bar}{bar}| " + spent_of_budget + " [{elapsed}<{remaining}{postfix}]",
+            desc="gittinseval-live",
+        )
+
+    async def run(self) -> LiveResult:
+        """Score until the run stops, close the store, and report."""
+        stop_reason = None
+        try:
+            while stop_reason is None:
+                try:
+                    self.launch()
+                    if not self.in_flight:
+                        stop_reason = self.blocker() or "exhausted"
+                    else:
+                        await self.collect()
+                except asyncio.CancelledError:
+                    log.warning(
+                        "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)",
+                        len(self.in_flight),
+                    )
+                    self.halted = self.halted or "interrupted"
+        finally:
+            self.bar.close()
+            self.evaluator.close()
+            await self.call.shutdown()
+        # The evaluator's in-memory state outlives its store connection.
+        result = self.result(stop_reason)
+        self.tracker.finish(result.summary())
+        return result
+
+    def blocker(self) -> str | None:
         """Why no new scoring call may start, or ``None``: spent plus the expected cost of the calls
         in flight must stay below the budget."""
-        if halted is not None:
-            return halted
-        if config.stop_at_signal and evaluator.stop_signal:
+        if self.halted is not None:
+            return self.halted
+        if self.config.stop_at_signal and self.evaluator.stop_signal:
             return "stop_signal"
-        if budget is not None and evaluator.spent + evaluator.expected_in_flight >= budget:
+        budget = self.config.budget_usd
+        if budget is not None and self.evaluator.spent + self.evaluator.expected_in_flight >= budget:
             return "budget"
         return None
 
-    def stop(failure: BaseException, where: str) -> None:
-        nonlocal halted, error, error_where
-        log.error("%s: %s; stopping with everything scored so far kept", where, failure)
-        if error is None:
-            error, error_where = failure, where
-        halted = "error"
+    def launch(self) -> None:
+        """Start the policy's next requests while fewer than ``concurrency`` calls are in flight and
+        nothing blocks a new one."""
+        while len(self.in_flight) < self.config.concurrency and self.blocker() is None:
+            request = self.evaluator.ask()
+            if request is None:
+                return
+            # The call is in the ledger (and in the budget's in-flight total) before it is sent.
+            self.in_flight.add(asyncio.ensure_future(self.score(self.evaluator.start_attempt(request))))
 
-    async def score(attempt: Attempt) -> tuple[np.ndarray, float] | None:
+    async def collect(self) -> None:
+        """Wait for the first call in flight to finish (it is recorded by :meth:`score`)."""
+        done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
+        for future in done:
+            self.in_flight.remove(future)
+            future.result()  # re-raises a bug of the driver itself; scoring failures are handled in score()
+
+    def halt_on(self, failure: BaseException, where: str) -> None:
+        """Start no new call: ``failure`` of the call ``where`` stops the run."""
+        log.error("%s: %s; stopping with everything scored so far kept", where, failure)
+        if self.error is None:
+            self.error, self.error_where = failure, where
+        self.halted = "error"
+
+    async def score(self, attempt: Attempt) -> tuple[np.ndarray, float] | None:
         """Score a request, retrying transient failures on its examples still unscored; its scores and
         cost once told, or ``None`` when it stays outstanding (a retry blocked, or a failure)."""
-        request = attempt.request
+        evaluator, request = self.evaluator, attempt.request
         for retry in itertools.count():
-            batch = [examples[int(e)] for e in attempt.examples]
+            batch = [self.examples[int(e)] for e in attempt.examples]
             try:
-                scores, cost = _split_result(await call(arms[request.arm], batch))
+                scores, cost = _split_result(await self.call(self.arms[request.arm], batch))
             except Exception as failure:  # noqa: BLE001 - every failure is recorded, then retried or stops the run
                 evaluator.fail_attempt(attempt, failure)
                 where = _where(evaluator, attempt, failure)
-                if not is_transient(failure) or retry == config.max_retries:
-                    stop(failure, where)
+                if not is_transient(failure) or retry == self.config.max_retries:
+                    self.halt_on(failure, where)
                     return None
-                delay = config.retry_backoff * 2**retry
+                delay = self.config.retry_backoff * 2**retry
                 log.warning("%s: call %d failed (%s); retrying in %.3g s", where, retry + 1, failure, delay)
                 await asyncio.sleep(delay)
-                if (reason := blocker()) not in (None, "stop_signal"):
+                if (reason := self.blocker()) not in (None, "stop_signal"):
                     if reason == "budget":
                         # Asked again once the calls in flight are charged, if the budget is not reached then.
                         log.warning("%s: retry held back: spent plus the calls in flight reach the budget", where)
@@ -262,92 +330,55 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
             try:
                 told = evaluator.finish_attempt(attempt, scores, cost)
             except Exception as failure:  # noqa: BLE001 - invalid scores or cost, recorded as a failed call
-                stop(failure, _where(evaluator, attempt, failure))
+                self.halt_on(failure, _where(evaluator, attempt, failure))
                 return None
-            report(request, *told)
+            self.after_tell(request, *told)
             return told
 
-    warned: set[tuple[int | None, int]] = set()
+    def after_tell(self, request: Request, scores: np.ndarray, cost: float) -> None:
+        """Right after a tell: the logger, the user's callback, the grading's warnings, the progress bar."""
+        self.tracker.log(self.evaluator)
+        if self.config.on_tell is not None:
+            self.config.on_tell(request, scores, cost)
+        warnings = self.grading.update(self.evaluator.posterior, self.evaluator.labels)
+        if self.config.progress:
+            self.progress(warnings)
 
-    def warn() -> list[str]:
-        """Log each arm (or the whole run) the first time its scores are all 0 or all 1; the lines for the bar."""
-        whole, by_value = evaluator.same_scores()
-        flagged = [(None, whole)] if whole is not None else [(k, v) for v, group in by_value.items() for k in group]
-        for arm, value in flagged:
-            if (arm, value) in warned:
-                continue
-            warned.add((arm, value))
-            if arm is None:
-                log.warning("%s", evaluator.score_warnings()[0])
-            else:
-                log.warning(
-                    "arm %d (%s) scored %d on each of its %d examples so far: check the grading against the replies",
-                    arm, evaluator.labels[arm], value, evaluator.posterior.n_seen[arm],
-                )
-        return evaluator.score_warnings() if flagged else []
+    def _progress_spent(self) -> float:
+        """What the bar shows as spent: the spend, capped at the budget."""
+        budget = self.config.budget_usd
+        return self.evaluator.spent if budget is None else min(self.evaluator.spent, budget)
 
-    def report(request: Request, scores: np.ndarray, cost: float) -> None:
-        """Right after a tell: the logger, the user's callback, score warnings, the progress bar."""
-        tracker.log(evaluator)
-        if config.on_tell is not None:
-            config.on_tell(request, scores, cost)
-        warnings = warn()
-        if not config.progress:
-            return
-        bar.update((evaluator.spent if budget is None else min(evaluator.spent, budget)) - bar.n)
-        rec = evaluator.recommend()
-        bar.set_postfix_str(
-            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={'yes' if evaluator.stop_signal else 'no'}"
+    def progress(self, warnings: list[str]) -> None:
+        """The bar at the spend, with the recommendation, the stopping signal and the first warning."""
+        self.bar.update(self._progress_spent() - self.bar.n)
+        rec = self.evaluator.recommend()
+        stop = "yes" if self.evaluator.stop_signal else "no"
+        self.bar.set_postfix_str(
+            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={stop}"
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
 
-    stop_reason = None
-    try:
-        while stop_reason is None:
-            try:
-                while len(in_flight) < config.concurrency and blocker() is None:
-                    request = evaluator.ask()
-                    if request is None:
-                        break
-                    # The call is in the ledger (and in the budget's in-flight total) before it is sent.
-                    in_flight.add(asyncio.ensure_future(score(evaluator.start_attempt(request))))
-                if not in_flight:
-                    stop_reason = blocker() or "exhausted"
-                    break
-                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:
-                    in_flight.remove(future)
-                    future.result()  # re-raises a bug of the driver itself; scoring failures are handled in score()
-            except asyncio.CancelledError:
-                log.warning(
-                    "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(in_flight)
-                )
-                halted = halted or "interrupted"
-    finally:
-        bar.close()
-        evaluator.close()
-        await call.shutdown()
-    # The evaluator's in-memory state outlives its store connection.
-    result = LiveResult(
-        recommendation=evaluator.recommend(),
-        spent=evaluator.spent,
-        budget_usd=budget,
-        stop_reason=stop_reason,
-        stop_signal=evaluator.stop_signal,
-        trace=evaluator.trace(),
-        status=evaluator.status(),
-        charged_as_expected=evaluator.charged_as_expected,
-        attempts=evaluator.attempt_counts,
-        status_unit=evaluator.cost_unit,
-        store=evaluator.store.path,
-        error=error,
-        error_where=error_where,
-        warnings=evaluator.score_warnings(),
-        diagnostics=evaluator.policy.diagnostics(),
-    )
-    tracker.finish(result.summary())
-    return result
+    def result(self, stop_reason: str) -> LiveResult:
+        evaluator = self.evaluator
+        return LiveResult(
+            recommendation=evaluator.recommend(),
+            spent=evaluator.spent,
+            budget_usd=self.config.budget_usd,
+            stop_reason=stop_reason,
+            stop_signal=evaluator.stop_signal,
+            trace=evaluator.trace(),
+            status=evaluator.status(),
+            charged_as_expected=evaluator.charged_as_expected,
+            attempts=evaluator.attempt_counts,
+            status_unit=evaluator.cost_unit,
+            store=evaluator.store.path,
+            error=self.error,
+            error_where=self.error_where,
+            warnings=evaluator.score_warnings(),
+            diagnostics=evaluator.policy.diagnostics(),
+        )
 
 
 def _where(evaluator: Evaluator, attempt: Attempt, failure: BaseException) -> str:

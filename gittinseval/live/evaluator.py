@@ -1,115 +1,32 @@
-"""Ask/tell live evaluation with any policy, backed by a crash-safe store."""
+"""Ask/tell live evaluation with any policy, backed by a crash-safe store.
+
+The :class:`Evaluator` drives the policy; it composes the run's :class:`~gittinseval.live.ledger.Ledger`
+(what every scoring call was charged), its store (:mod:`gittinseval.live.run_store`, whose identity is
+:mod:`gittinseval.live.store_identity` and whose replay is :mod:`gittinseval.live.replay`) and the reports of
+:mod:`gittinseval.live.status`.
+"""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gittinseval.core.params import build, target_of
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
-from gittinseval.live.run_store import STORE_FORMAT, AttemptOutcome, RunStore, StoredEvent, describe_differences
+from gittinseval.live.ledger import Attempt, Ledger, OpenRequest
+from gittinseval.live.replay import replay
+from gittinseval.live.run_store import AttemptOutcome, RunStore
+from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
+from gittinseval.live.store_identity import define_or_check, run_settings, stored_run
 from gittinseval.live.task import LiveTask, TaskDefinition
 
-__all__ = ["SAME_SCORE_AFTER", "ArmStatus", "Attempt", "Evaluator", "Recommendation"]
-
-SAME_SCORE_AFTER = 20
-"""Told scores of an arm, or of the whole run, after which scores that are all 0 (or all 1) raise a
-warning (:meth:`Evaluator.score_warnings`): a grading that never matches looks like that."""
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` as it reads back from JSON (so that stored and given settings compare equal)."""
-    return json.loads(json.dumps(value, default=float))
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """A scoring call in flight: the examples ``[m]`` of an outstanding request not yet scored, and
-    their expected cost; ``id`` is its row in the store's ledger."""
-
-    id: int
-    request: Request
-    examples: np.ndarray = field(repr=False)
-    expected: float = 0.0
-
-    def outcome(self, request_id: int) -> AttemptOutcome:
-        return AttemptOutcome(self.id, request_id, self.request.arm, self.examples, self.expected)
-
-
-@dataclass
-class _Open:
-    """An outstanding request: its row in the store, the cells scored so far and what its calls cost."""
-
-    id: int
-    request: Request
-    scored: dict[int, float] = field(default_factory=dict)
-    charged: float = 0.0
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """The policy's recommended arm with the run's posterior of its full-benchmark mean.
-
-    ``mean`` and ``variance`` are ``M`` and ``V`` of the finite-benchmark posterior
-    under the run's prior (the same for every policy); ``lcb = M - kappa sqrt(V)``
-    with the ``kappa`` of the policy's :meth:`~gittinseval.core.protocol.Policy.posterior_report`
-    (1 unless the policy has its own, as GittinsEval does).  For
-    GittinsEval this is the score its recommendation maximises.  GittinsEval-EB
-    (``prior_estimator``) maximises it under its learned prior instead, which its
-    ``diagnostics()`` report; the reported moments stay under the run's starting prior,
-    so that they mean the same for every policy.
-    """
-
-    arm: int
-    name: str
-    mean: float
-    variance: float
-    lcb: float
-    label: str = ""
-    """The arm's short label (:func:`~gittinseval.live.labels.arm_labels`); ``name`` is its store key."""
-
-
-@dataclass(frozen=True)
-class ArmStatus:
-    """Per-arm table, every column of length ``K``.
-
-    ``n_seen`` told examples, ``outstanding`` whether a request is in flight,
-    ``sample_mean`` the mean of the told scores (NaN before any), ``mean`` and
-    ``variance`` the posterior ``M`` and ``V`` of the full-benchmark mean and
-    ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`); ``names`` are the
-    arms' labels.
-    """
-
-    names: tuple[str, ...]
-    n_seen: np.ndarray
-    outstanding: np.ndarray
-    sample_mean: np.ndarray
-    mean: np.ndarray
-    variance: np.ndarray
-    lcb: np.ndarray
-
-    def format(self, top: int = 10) -> str:
-        """The ``top`` arms by ``lcb`` as a text table (``*``: request in flight)."""
-        order = np.argsort(-self.lcb, kind="stable")[:top]
-        width = min(40, max(len(self.names[k]) for k in order))
-        header = f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}"
-        lines = [header]
-        for k in order:
-            lines.append(
-                f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_seen[k]:>6}  {self.sample_mean[k]:>6.3f}  "
-                f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}"
-                + ("  *" if self.outstanding[k] else "")
-            )
-        return "\n".join(lines)
+__all__ = ["Evaluator"]
 
 
 class Evaluator:
@@ -150,18 +67,19 @@ class Evaluator:
     which keeps the cells a failed call scored).  :attr:`spent` is the sum of every
     call's charge; a call whose outcome was never recorded (the process died with it
     in flight) is charged its expected cost when the store is next opened.  A
-    :meth:`tell` is one call, recorded at once.
+    :meth:`tell` is one call, recorded at once.  The charges: :mod:`gittinseval.live.ledger`.
 
     Store: every issue, call, tell and cancel is written to the SQLite file of
     ``config.store`` (or ``config.fork``; see :mod:`gittinseval.live.run_store`) before
     the method returns.  Opening an existing store replays its events through the
     public protocol in the order they happened, checking that the policy re-selects
-    each stored request; this restores the policy, the posterior, the stopping
-    signal, the future example order and the ledger.  Requests issued but not told
-    are handed out again by the next calls to ``ask()``, oldest first.  A store made
-    with other arms, costs, scorer, examples, policy or settings is refused with an
-    error listing the differences, and a store open in another evaluator is refused
-    with a :class:`~gittinseval.live.run_store.StoreLockedError`.
+    each stored request (:mod:`gittinseval.live.replay`); this restores the policy,
+    the posterior, the stopping signal, the future example order and the ledger.
+    Requests issued but not told are handed out again by the next calls to ``ask()``,
+    oldest first.  A store made with other arms, costs, scorer, examples, policy or
+    settings is refused with an error listing the differences
+    (:mod:`gittinseval.live.store_identity`), and a store open in another evaluator is
+    refused with a :class:`~gittinseval.live.run_store.StoreLockedError`.
 
     Args:
         task: the arms (strings, or JSON-serialisable configurations), the examples
@@ -207,23 +125,18 @@ class Evaluator:
             self.posterior = FiniteBenchmarkPosterior(
                 task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
             )
-            # The store's identity: everything that makes a score or a selection.
-            self.settings = _jsonable(
-                {
-                    "format": STORE_FORMAT,
-                    "n_examples": task.n_examples,
-                    "dataset": task.dataset,
-                    "scorer": task.scorer,
-                    "prior_mean": float(prior.mean),
-                    "prior_var": float(prior.var),
-                    "policy": {"_target_": target_of(self.policy), **self.policy.hyperparameters()},
-                    "cost_unit": task.cost_unit,
-                    "tokens_per_example": task.tokens_per_example,
-                    "binary": task.binary,
-                    "seed": config.seed,
-                }
-            )
-            self._open_store(stored, raw_budget, config)
+            self.settings = run_settings(task, prior, self.policy, config.seed)
+            arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
+            forked = None if config.fork is None else str(config.store)
+            meta = {"policy_budget": raw_budget, "forked_from": forked}
+            define_or_check(self.store, stored, (self.settings, self.names, arm_costs), meta)
+            self.ledger = Ledger(self.store, self.costs)
+            self._outstanding: dict[int, OpenRequest] = {}
+            self._reissue: list[int] = []
+            self._seen = np.zeros((self.n_arms, self.n_examples), dtype=bool)
+            self._trace: list[tuple[int, int, float, int, bool]] = []
+            replay(self)
+            self._reissue = [request.arm for request in self.outstanding]
         except BaseException:
             self.store.close()
             raise
@@ -243,90 +156,12 @@ class Evaluator:
 
     @classmethod
     def from_store(cls, store: str | Path) -> Evaluator:
-        """Reopen an existing store with the arms, policy and settings it was created with.
-
-        The policy is rebuilt by :func:`~gittinseval.core.params.build` from its ``_target_``
-        and its recorded parameters (:meth:`~gittinseval.core.protocol.Policy.get_params`,
-        nested objects included, with the batch size the run resolved).  No scoring
-        function is rebuilt: the caller scores (ask/tell).
-        """
-        if not Path(store).is_file():
-            raise FileNotFoundError(f"no store at {store}")
-        reader = RunStore(store)
-        try:
-            definition = reader.load_definition()
-        finally:
-            reader.close()
-        if definition is None:
-            raise ValueError(f"store {store} holds no run")
-        settings, names, costs = definition
-        policy = dict(settings["policy"])
-        unit = settings["cost_unit"]
-        task = TaskDefinition(
-            tuple(names),
-            settings["n_examples"],
-            None if unit == "reported" else costs,
-            unit,
-            settings["tokens_per_example"],
-            settings["binary"],
-            settings["dataset"],
-            settings["scorer"],
-        )
-        config = LiveConfig(
-            policy=build(policy.pop("_target_"), policy),
-            prior=GaussianPrior(settings["prior_mean"], settings["prior_var"]),
-            seed=settings["seed"],
-            store=store,
-        )
+        """Reopen an existing store with the arms, policy and settings it was created with
+        (:func:`~gittinseval.live.store_identity.stored_run`).  No scoring function is
+        rebuilt: the caller scores (ask/tell)."""
         evaluator = cls.__new__(cls)
-        evaluator._start(task, config)
+        evaluator._start(*stored_run(store))
         return evaluator
-
-    def _open_store(self, stored: tuple | None, raw_budget: float | None, config: LiveConfig) -> None:
-        arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
-        given = (self.settings, self.names, arm_costs)
-        if stored is None:
-            forked = None if config.fork is None else str(config.store)
-            self.store.define(*given, meta={"policy_budget": raw_budget, "forked_from": forked})
-        elif differences := describe_differences(stored, given):
-            raise ValueError(
-                f"store {self.store.path} was made with other settings, so its scores and spend do not carry over: "
-                + "; ".join(differences)
-                + " (to start afresh, keep it and add fork=NEW_STORE: a new store that reuses nothing of it)"
-            )
-        self._outstanding: dict[int, _Open] = {}
-        self._in_flight: dict[int, Attempt] = {}
-        self._spent = 0.0
-        self._charged_as_expected = 0.0
-        self._n_scored = 0
-        self._attempt_counts = {"scored": 0, "failed": 0, "lost": 0}
-        self._seen = np.zeros((self.n_arms, self.n_examples), dtype=bool)
-        self._trace: list[tuple[int, int, float, int, bool]] = []
-        for event in self.store.events():
-            self._replay(event)
-        # Calls in flight when the last session ended: they may have been answered, and billed.
-        for lost in self.store.open_attempts():
-            self._settle(lost, "lost", {}, None, 0, "the run ended before the outcome of this call was recorded")
-        self._reissue = sorted(self._outstanding, key=lambda arm: self._outstanding[arm].id)
-
-    def _replay(self, event: StoredEvent) -> None:
-        stored = event.request
-        if event.kind == "issue":
-            request = self._select()
-            if request is None or request.arm != stored.arm or not np.array_equal(request.examples, stored.examples):
-                got = "nothing" if request is None else f"arm {request.arm}, examples {request.examples[:5].tolist()}"
-                raise ValueError(
-                    f"store {self.store.path}: replaying request {stored.id}, the policy selects {got} where the "
-                    f"store has arm {stored.arm}, examples {stored.examples[:5].tolist()} (was the store edited, or "
-                    "written by another version of the policy or numpy?)"
-                )
-            self._outstanding[request.arm] = _Open(stored.id, request)
-        elif event.kind == "attempt":
-            self._count(stored)
-        elif event.kind == "tell":
-            self._record(self._outstanding.pop(stored.arm).request, stored.scores)
-        else:
-            self.policy.cancel(self._outstanding.pop(stored.arm).request)
 
     def close(self) -> None:
         self.store.close()
@@ -345,18 +180,18 @@ class Evaluator:
     def spent(self) -> float:
         """Money charged for every scoring call that may have reached the provider, over every session
         of the store: successful calls, failed ones, and calls lost in a crash (see :attr:`charged_as_expected`)."""
-        return self._spent
+        return self.ledger.spent
 
     @property
     def charged_as_expected(self) -> float:
         """The part of :attr:`spent` charged at the expected cost because calls that may have been billed
         reported no cost: calls lost when a session ended in flight, timeouts, replies without usage."""
-        return self._charged_as_expected
+        return self.ledger.charged_as_expected
 
     @property
     def attempt_counts(self) -> dict[str, int]:
         """Finished scoring calls by outcome: ``scored``, ``failed`` and ``lost``."""
-        return dict(self._attempt_counts)
+        return dict(self.ledger.counts)
 
     @property
     def stop_signal(self) -> bool:
@@ -372,17 +207,10 @@ class Evaluator:
         """The requests in flight, oldest first."""
         return [entry.request for entry in sorted(self._outstanding.values(), key=lambda entry: entry.id)]
 
-    def _expected(self, arm: int, n_examples: int) -> float:
-        """Expected cost of ``n_examples`` of an arm: ``n * costs[arm]``; with ``costs=None``, ``n``
-        times the mean charge per scored example so far (0 before any)."""
-        if self.costs is not None:
-            return n_examples * float(self.costs[arm])
-        return n_examples * (self._spent / self._n_scored if self._n_scored else 0.0)
-
     @property
     def expected_in_flight(self) -> float:
         """The expected cost of the scoring calls in flight (started and not finished)."""
-        return sum(attempt.expected for attempt in self._in_flight.values())
+        return self.ledger.expected_in_flight
 
     @property
     def finished(self) -> bool:
@@ -418,7 +246,7 @@ class Evaluator:
                 "cannot take back its selection: this evaluator is closed; reopen the store to go on "
                 "(every told score is in it)"
             ) from failure
-        self._outstanding[request.arm] = _Open(request_id, request)
+        self._open(request_id, request)
         return request
 
     def hand_out_again(self, request: Request) -> None:
@@ -428,24 +256,19 @@ class Evaluator:
         if request.arm not in self._reissue:
             self._reissue.append(entry.request.arm)
 
-    def _entry(self, request: Request) -> _Open:
+    def _entry(self, request: Request) -> OpenRequest:
         arm = int(request.arm)
         entry = self._outstanding.get(arm) if 0 <= arm < self.n_arms else None
         if entry is None or not np.array_equal(entry.request.examples, request.examples):
             raise ValueError(self._describe_unknown(request))
-        if any(attempt.request is entry.request for attempt in self._in_flight.values()):
+        if self.ledger.has_in_flight(entry):
             raise ValueError(f"arm {arm}: a scoring call of this request is in flight; finish or fail it first")
         return entry
 
     def start_attempt(self, request: Request) -> Attempt:
         """Record in the ledger a scoring call about to be sent, for the examples of an outstanding
         request not yet scored (all of them unless an earlier call failed part-way)."""
-        entry = self._entry(request)
-        examples = np.array([e for e in entry.request.examples if int(e) not in entry.scored], dtype=np.int64)
-        expected = self._expected(request.arm, examples.size)
-        attempt = Attempt(self.store.start_attempt(entry.id, examples, expected), entry.request, examples, expected)
-        self._in_flight[attempt.id] = attempt
-        return attempt
+        return self.ledger.start(self._entry(request))
 
     def finish_attempt(self, attempt: Attempt, scores: Any, cost: float | None = None) -> tuple[np.ndarray, float]:
         """Record a call that scored every example of ``attempt``: its ``[m]`` scores and the dollars it
@@ -457,14 +280,14 @@ class Evaluator:
         entry = self._flying(attempt)
         try:
             values = self._valid_scores(attempt.request.arm, attempt.examples, scores)
-            charge = self._valid_cost(attempt.request.arm, cost)
+            charge = self.ledger.valid_cost(attempt.request.arm, cost)
         except ValueError as error:
             valid_cost = None if cost is None or not (math.isfinite(cost) and cost >= 0) else float(cost)
             self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
             raise
         scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
-        self._settle(attempt.outcome(entry.id), "scored", scored, charge, 0, None)
-        return np.array([entry.scored[int(e)] for e in entry.request.examples]), entry.charged
+        self._settle(entry, attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        return entry.scores(), entry.charged
 
     def fail_attempt(self, attempt: Attempt, failure: BaseException) -> float:
         """Record a call that failed with ``failure``, keeping the cells it scored and charging it what it
@@ -476,11 +299,10 @@ class Evaluator:
             reported, uncosted = failure.cost, failure.uncosted
             if failure.scores is not None:
                 scored = self._partial_scores(attempt, failure.scores)
-        return self._settle(attempt.outcome(entry.id), "failed", scored, reported, uncosted, repr(failure))
+        return self._settle(entry, attempt.outcome(entry.id), "failed", scored, reported, uncosted, repr(failure))
 
-    def _flying(self, attempt: Attempt) -> _Open:
-        if attempt.id not in self._in_flight:
-            raise ValueError(f"attempt {attempt.id} is not in flight")
+    def _flying(self, attempt: Attempt) -> OpenRequest:
+        self.ledger.check_in_flight(attempt)
         return self._outstanding[attempt.request.arm]
 
     def _partial_scores(self, attempt: Attempt, scores: list[float | None]) -> dict[int, float]:
@@ -500,19 +322,6 @@ class Evaluator:
             raise ValueError(f"arm {arm}: the task declares binary scores, got {values[:5].tolist()}")
         return values
 
-    def _valid_cost(self, arm: int, cost: float | None) -> float | None:
-        if cost is None:
-            if self.costs is None:
-                raise ValueError(
-                    f"arm {arm}: no cost for this request: score_fn returned scores only and no costs were given; "
-                    "return (scores, dollars) from score_fn, pass costs= (expected dollars per example), "
-                    "or costs='unit' to count examples"
-                )
-            return None
-        if not (math.isfinite(cost) and cost >= 0):
-            raise ValueError(f"arm {arm}: cost must be finite and non-negative, got {cost!r}")
-        return float(cost)
-
     def tell(self, request: Request, scores: Any, cost: float | None = None) -> float:
         """Record the ``[request.size]`` scores of an outstanding request; returns its cost.
 
@@ -526,65 +335,13 @@ class Evaluator:
         entry = self._entry(request)
         arm = entry.request.arm
         values = self._valid_scores(arm, entry.request.examples, scores)
-        charge = self._valid_cost(arm, cost)
-        unscored = np.array([int(e) not in entry.scored for e in entry.request.examples])
+        charge = self.ledger.valid_cost(arm, cost)
+        unscored = entry.unscored()
         examples = entry.request.examples[unscored]
-        attempt = Attempt(-1, entry.request, examples, self._expected(arm, examples.size))
+        attempt = Attempt(-1, entry.request, examples, self.ledger.expected(arm, examples.size))
         scored = dict(zip(examples.tolist(), values[unscored].tolist(), strict=True))
-        self._settle(attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        self._settle(entry, attempt.outcome(entry.id), "scored", scored, charge, 0, None)
         return entry.charged
-
-    def _settle(
-        self,
-        attempt: AttemptOutcome,
-        outcome: str,
-        scored: dict[int, float],
-        reported: float | None,
-        uncosted: int,
-        error: str | None,
-    ) -> float:
-        """Charge a finished call and keep its cells, in the store then in memory; a call that scored
-        the rest of its request completes it.  Returns the call's charge."""
-        if outcome == "scored":
-            charged, as_expected = (attempt.expected if reported is None else reported), 0.0
-        elif reported is None:
-            charged = as_expected = attempt.expected
-        else:
-            as_expected = uncosted * attempt.expected / max(attempt.examples.size, 1)
-            charged = reported + as_expected
-        record = replace(
-            attempt,
-            outcome=outcome,
-            scored=scored,
-            reported_cost=reported,
-            charged=charged,
-            charged_as_expected=as_expected,
-            error=error,
-        )
-        entry = self._outstanding[attempt.arm]
-        complete = len(entry.scored) + len(scored) == entry.request.size
-        request_cost = entry.charged + charged
-        record = replace(record, id=self.store.finish_attempt(record, request_cost if complete else None))
-        self._in_flight.pop(record.id, None)
-        self._count(record)
-        if complete:
-            del self._outstanding[attempt.arm]
-            if attempt.arm in self._reissue:
-                self._reissue.remove(attempt.arm)
-            self._record(entry.request, np.array([entry.scored[int(e)] for e in entry.request.examples]))
-        return charged
-
-    def _count(self, attempt: AttemptOutcome) -> None:
-        """An attempt's charge and cells, as recorded (live, or replayed from the store)."""
-        entry = self._outstanding[attempt.arm]
-        if entry.id != attempt.request:
-            raise ValueError(f"store {self.store.path}: attempt {attempt.id} is not of arm {attempt.arm}'s request")
-        self._spent += attempt.charged
-        self._charged_as_expected += attempt.charged_as_expected
-        self._attempt_counts[attempt.outcome] += 1
-        self._n_scored += len(attempt.scored)
-        entry.scored.update(attempt.scored)
-        entry.charged += attempt.charged
 
     def cancel(self, request: Request) -> None:
         """Take back an outstanding request that will not be told; the policy may ask
@@ -598,16 +355,45 @@ class Evaluator:
                 "tell the rest instead of cancelling it"
             )
         self.store.cancel(entry.id)
-        del self._outstanding[request.arm]
-        if request.arm in self._reissue:
-            self._reissue.remove(request.arm)
-        self.policy.cancel(entry.request)
+        self.policy.cancel(self._close(request.arm).request)
+
+    # The state changes of a run: applied live once the store has recorded them, and by replay() on reopening,
+    # so that a reopened run is the run that was recorded.
+
+    def _open(self, request_id: int, request: Request) -> None:
+        """An issued request becomes outstanding."""
+        self._outstanding[request.arm] = OpenRequest(request_id, request)
+
+    def _settle(
+        self,
+        entry: OpenRequest,
+        attempt: AttemptOutcome,
+        outcome: str,
+        scored: dict[int, float],
+        reported: float | None,
+        uncosted: int,
+        error: str | None,
+    ) -> float:
+        """A finished call of ``entry`` in the ledger (:meth:`~gittinseval.live.ledger.Ledger.settle`); one
+        that scored the rest of its request completes it, and the policy observes it.  Returns its charge."""
+        charged = self.ledger.settle(entry, attempt, outcome, scored, reported, uncosted, error)
+        if entry.complete:
+            self._record(self._close(entry.request.arm).request, entry.scores())
+        return charged
+
+    def _close(self, arm: int) -> OpenRequest:
+        """The outstanding request of ``arm``, told or cancelled, off the books."""
+        entry = self._outstanding.pop(arm)
+        if arm in self._reissue:
+            self._reissue.remove(arm)
+        return entry
 
     def _record(self, request: Request, scores: np.ndarray) -> None:
+        """A told request: the policy and the posterior observe its ``[size]`` scores."""
         self.policy.observe(request, scores)
         self.posterior.update(request.arm, scores)
         self._seen[request.arm, request.examples] = True
-        self._trace.append((request.arm, request.size, self._spent, self.policy.recommend(), self.stop_signal))
+        self._trace.append((request.arm, request.size, self.spent, self.policy.recommend(), self.stop_signal))
 
     def _describe_unknown(self, request: Request) -> str:
         arm = int(request.arm)
@@ -621,35 +407,13 @@ class Evaluator:
         )
 
     def same_scores(self) -> tuple[int | None, dict[int, np.ndarray]]:
-        """Scores that suggest a grading that never (or always) matches.
-
-        Returns the score (0 or 1) that every one of the run's told scores has, once there
-        are :data:`SAME_SCORE_AFTER` of them (else ``None``), and for each of 0 and 1 the
-        arms with that many told scores or more, all equal to it.
-        """
-        n_seen, sums = self.posterior.n_seen, self.posterior.score_sum
-        told, total = int(n_seen.sum()), float(sums.sum())
-        whole = None
-        if told >= SAME_SCORE_AFTER and total in (0.0, float(told)):
-            whole = 0 if total == 0 else 1
-        arms = {value: np.flatnonzero((n_seen >= SAME_SCORE_AFTER) & (sums == value * n_seen)) for value in (0, 1)}
-        return whole, arms
+        """:func:`~gittinseval.live.status.same_scores` of the run's posterior: the score every told score
+        has, if any, and the arms whose told scores are all 0 or all 1."""
+        return same_scores(self.posterior)
 
     def score_warnings(self) -> list[str]:
-        """:meth:`same_scores` as lines: the whole run's, or else the arms', each suggesting to check the grading."""
-        whole, arms = self.same_scores()
-        if whole is not None:
-            told = int(self.posterior.n_seen.sum())
-            return [f"every one of the {told} scores so far is {whole}: check the grading against the replies"]
-        warnings = []
-        for value, flagged in arms.items():
-            if flagged.size:
-                listed = ", ".join(str(arm) for arm in flagged[:8]) + (", ..." if flagged.size > 8 else "")
-                warnings.append(
-                    f"{flagged.size} arm{'s' if flagged.size > 1 else ''} ({listed}) scored {value} on every one of "
-                    f"{SAME_SCORE_AFTER} or more examples: check the grading against the replies"
-                )
-        return warnings
+        """:func:`~gittinseval.live.status.score_warnings` of the run: each line suggests to check the grading."""
+        return score_warnings(self.posterior)
 
     def recommend(self) -> Recommendation | None:
         """The policy's recommended arm with its posterior ``M``, ``V`` and LCB;
@@ -663,20 +427,8 @@ class Evaluator:
         return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
 
     def status(self) -> ArmStatus:
-        post = self.posterior
-        outstanding = np.zeros(self.n_arms, dtype=bool)
-        outstanding[list(self._outstanding)] = True
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sample_mean = np.where(post.n_seen > 0, post.score_sum / post.n_seen, np.nan)
-        return ArmStatus(
-            self.labels,
-            post.n_seen.copy(),
-            outstanding,
-            sample_mean,
-            post.mean.copy(),
-            post.variance.copy(),
-            post.mean - self.kappa * np.sqrt(post.variance),
-        )
+        """The arms' table: told examples, requests in flight, posterior moments and LCB."""
+        return ArmStatus.of(self.posterior, self.labels, list(self._outstanding), self.kappa)
 
     def trace(self) -> dict[str, np.ndarray]:
         """One entry per told request, in tell order (columns as in the simulator's trace).

@@ -5,7 +5,8 @@ Tables (all written by the evaluator, readable by any SQLite client):
 - ``settings(key, value)``: the run's identity as JSON values: everything that
   makes a score or a selection (the scorer's ``_target_`` and settings, a digest
   of the examples' content, the policy's ``_target_`` and parameters, the prior,
-  cost unit, seed, ...); a store is resumed only with the same settings.
+  cost unit, seed, ...); a store is resumed only with the same settings
+  (:mod:`gittinseval.live.store_identity`).
 - ``meta(key, value)``: facts about the run that are not settings (the W&B run
   id, the raw budget a budget-planning policy plans for, the store it was forked
   from), as JSON values.
@@ -63,7 +64,6 @@ __all__ = [
     "StoreLockedError",
     "StoredEvent",
     "StoredRequest",
-    "describe_differences",
 ]
 
 STORE_FORMAT = 3
@@ -149,45 +149,6 @@ class StoredEvent:
 
     kind: str
     request: StoredRequest | AttemptOutcome
-
-
-def describe_differences(
-    stored: tuple[dict[str, Any], Sequence[str], np.ndarray],
-    given: tuple[dict[str, Any], Sequence[str], np.ndarray],
-) -> list[str]:
-    """Human-readable differences between two ``(settings, arm names, costs)`` triples.
-
-    Nested settings (a policy's or a scorer's parameters) are compared key by key and
-    named by their dotted path; of two objects of different ``_target_``, only the
-    targets are named.
-    """
-    (stored_settings, stored_names, stored_costs), (settings, names, costs) = stored, given
-    lines = _differences("", stored_settings, settings)
-    if list(stored_names) != list(names):
-        lines.append(f"arms: store has {len(stored_names)}, given {len(names)}")
-        changed = [k for k in range(min(len(names), len(stored_names))) if stored_names[k] != names[k]]
-        lines += [f"arm {k}: store has {stored_names[k]!r}, given {names[k]!r}" for k in changed[:5]]
-    elif not np.array_equal(stored_costs, costs):
-        changed = np.flatnonzero(stored_costs != costs)
-        lines.append(f"costs differ for {changed.size} arms")
-        lines += [
-            f"cost of arm {k} ({names[k]!r}): store has {float(stored_costs[k])!r}, given {float(costs[k])!r}"
-            for k in changed[:5]
-        ]
-    return lines
-
-
-def _differences(path: str, stored: Any, given: Any) -> list[str]:
-    if isinstance(stored, dict) and isinstance(given, dict):
-        if "_target_" in stored and stored.get("_target_") != given.get("_target_"):
-            return [f"{path}: store has {stored.get('_target_')!r}, given {given.get('_target_')!r}"]
-        return [
-            line
-            for key in sorted(set(stored) | set(given), key=str)
-            if key != "_target_"
-            for line in _differences(f"{path}.{key}" if path else str(key), stored.get(key), given.get(key))
-        ]
-    return [] if stored == given else [f"{path}: store has {stored!r}, given {given!r}"]
 
 
 class RunStore:

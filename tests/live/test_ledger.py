@@ -1,7 +1,7 @@
 """The ledger: every scoring call that may have reached the provider is charged, against a local fake server.
 
-Each test compares the run's ``spent`` with the server's own bill (every call it answered with a
-usage, at the task's prices), through crashes, failures part-way through a batch and concurrency.
+Each test but the first compares the run's ``spent`` with the server's own bill (every call it answered
+with a usage, at the task's prices), through crashes, failures part-way through a batch and concurrency.
 """
 
 import json
@@ -12,13 +12,16 @@ import sys
 import time
 from collections import Counter
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
 from gittinseval import GittinsPolicy
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.live import OpenAIChatScorer, evaluate
+from gittinseval.core.protocol import Request
+from gittinseval.live import OpenAIChatScorer, RunStore, evaluate
 from gittinseval.live.fake_server import COMPLETION_TOKENS, FakeChatServer
+from gittinseval.live.ledger import Ledger, OpenRequest
 from gittinseval.live.tasks.scoring import expected_chat_costs, read_jsonl
 
 ARMS = [{"model": "bad-model", "temperature": 0.0}, {"model": "good-model", "temperature": 0.0}]
@@ -53,6 +56,32 @@ def run(examples, server, store=None, **settings):
     options = {"costs": costs, "policy": GittinsPolicy(4), "retry_backoff": 0.001, "progress": False, **settings}
     scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=10)
     return evaluate(ARMS, examples, scorer, 1.0, store=store, **options)
+
+
+def test_a_call_is_charged_by_its_outcome_and_the_call_that_completes_a_request_tells_it():
+    """Of a call of m examples expected to cost e: a failure reporting r with u examples of unknown cost
+    is charged r + u e / m, one reporting nothing e, both that much as expected; a scored call what it
+    reported, else e; a lost call e, all as expected."""
+    store = RunStore(None)
+    store.define({"format": 3}, ["a", "b"], np.array([0.5, 0.25]))
+    ledger = Ledger(store, np.array([0.5, 0.25]))
+    entry = OpenRequest(store.issue(0, np.arange(4)), Request(0, np.arange(4)))
+    first = ledger.start(entry)
+    assert first.expected == 2.0 and ledger.expected_in_flight == 2.0
+    assert ledger.settle(entry, first.outcome(entry.id), "failed", {0: 1.0}, 0.3, 2, "timeout") == 1.3
+    second = ledger.start(entry)
+    assert second.examples.tolist() == [1, 2, 3] and second.expected == 1.5
+    assert ledger.settle(entry, second.outcome(entry.id), "failed", {}, None, 0, "refused") == 1.5
+    third = ledger.start(entry)
+    assert ledger.settle(entry, third.outcome(entry.id), "scored", {1: 0.0, 2: 1.0, 3: 1.0}, None, 0, None) == 1.5
+    assert entry.complete and entry.scores().tolist() == [1.0, 0.0, 1.0, 1.0] and entry.charged == 4.3
+    other = OpenRequest(store.issue(1, np.arange(2)), Request(1, np.arange(2)))
+    lost = ledger.start(other)
+    assert ledger.settle(other, lost.outcome(other.id), "lost", {}, None, 0, "the run ended") == 0.5
+    assert (ledger.spent, ledger.charged_as_expected) == (4.8, 3.0)
+    assert ledger.counts == {"scored": 1, "failed": 2, "lost": 1} and ledger.expected_in_flight == 0
+    assert store.connection.execute("SELECT outcome, cost FROM requests").fetchall() == [("told", 4.3), (None, None)]
+    store.close()
 
 
 def test_a_batch_that_fails_half_way_is_charged_what_was_billed_and_asks_only_the_rest(examples, tmp_path):

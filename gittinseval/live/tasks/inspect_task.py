@@ -16,7 +16,8 @@ An arm's ``solver`` is an inspect registry name (``generate``, ``mypackage/my_so
 a mapping with a Hydra ``_target_`` and its arguments, or a list of these, chained; a
 ``_target_`` mapping inside ``model_args`` is built the same way (e.g. mockllm's
 ``custom_outputs``).  Both stay JSON in the arm, so that the store records them with the
-rest of the arm and refuses to resume on a changed one.
+rest of the arm and refuses to resume on a changed one
+(:mod:`gittinseval.live.tasks.inspect_loader` builds tasks, solvers and arms).
 
 - The examples are the task's samples: one JSON mapping per sample (``id``,
   ``input``, ``target``, ``choices``), so that a store refuses to resume on a changed
@@ -29,7 +30,8 @@ rest of the arm and refuses to resume on a changed one.
 - A sample's score is its scorer's value through inspect's ``value_to_float``
   ("C" 1, "P" 0.5, "I" and "N" 0, yes/no, true/false, numbers), the mean over epochs;
   a value that is none of these, or a number outside [0, 1], stops the run with an
-  error naming the scorer and the sample.
+  error naming the scorer and the sample (:mod:`gittinseval.live.tasks.inspect_outcome`
+  reads the scores and the charge from the eval's log).
 - A batch's charge is the token usage inspect reports for the eval
   (``log.stats.model_usage``, every model the task called, graders included) at
   each model's price from the prices file (:mod:`gittinseval.live.tasks.prices`), also when
@@ -60,162 +62,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import hashlib
-import importlib.util
 import json
 import logging
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hydra.utils import instantiate
 from inspect_ai import Task, eval_async, task_with
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.log import EvalLog
 from inspect_ai.model import GenerateConfig, Model, get_model
-from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, PARTIAL, value_to_float
-from inspect_ai.solver import Solver, chain, system_message
-from inspect_ai.util import display_type, registry_create, registry_info
-from pydantic import ValidationError
+from inspect_ai.solver import Solver
+from inspect_ai.util import display_type
 
 from gittinseval.live.failures import NonRetryableError, ScoringError
 from gittinseval.live.task import LiveTask
+from gittinseval.live.tasks.inspect_loader import (
+    build_arm,
+    build_targets,
+    load_inspect_task,
+    registry_name,
+    task_source,
+)
+from gittinseval.live.tasks.inspect_outcome import BatchOutcome, EvalLogReader
 from gittinseval.live.tasks.prices import Prices, load_prices
 from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_int
 
-__all__ = ["BatchOutcome", "InspectScorer", "build_solver", "inspect_task", "load_inspect_task"]
+__all__ = ["InspectScorer", "inspect_task"]
 
 log = logging.getLogger(__name__)
-
-ARM_FIELDS = ("model", "name", "system", "solver", "model_args")
-_BOOLEAN_WORDS = ("yes", "no", "true", "false")  # value_to_float reads these, in any case
-
-
-def load_inspect_task(task: str | Task | Callable[..., Task], task_args: Mapping[str, Any] | None = None) -> Task:
-    """An inspect ``Task`` from a ``"file.py@name"`` spec (``"file.py"`` for a file with one task), the name of
-    a task an installed package registers, a ``Task``, or a function making one."""
-    if isinstance(task, Task):
-        if task_args:
-            raise ValueError("task_args apply to a task loaded by name; this task is already built")
-        return task
-    if callable(task):
-        made = task(**(task_args or {}))
-        if not isinstance(made, Task):
-            raise ValueError(f"{task!r} returned {type(made).__name__}, not an inspect_ai Task")
-        return made
-    spec = str(task)
-    path, _, name = spec.partition("@")
-    if path.endswith(".py"):
-        return _task_from_file(Path(path), name or None, dict(task_args or {}))
-    try:
-        made = registry_create("task", spec, **(task_args or {}))
-    except LookupError:
-        raise ValueError(
-            f"no inspect task {spec!r}: give path/to/file.py@task_name, or a task an installed package registers"
-        ) from None
-    if not isinstance(made, Task):
-        raise ValueError(f"inspect registry name {spec!r} is not a task")
-    return made
-
-
-def task_source(task: str | Task | Callable[..., Task], task_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What the store records of where a task came from: the spec and its arguments, and for a task file the
-    SHA-256 of its text (an edited scorer, solver or dataset in the file changes it).  A ``Task`` or a function
-    given from Python is recorded by its name only."""
-    if isinstance(task, Task) or callable(task):
-        return {"spec": getattr(task, "name", None) or getattr(task, "__qualname__", type(task).__name__)}
-    spec, source = str(task), {"spec": str(task), "task_args": dict(task_args or {})}
-    path = Path(spec.partition("@")[0])
-    if path.suffix == ".py" and path.is_file():
-        source["file_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return source
-
-
-def _registry_name(value: Any) -> str:
-    try:
-        return registry_info(value).name
-    except (AttributeError, ValueError):  # a solver chain or a plain function is not registered
-        return type(value).__name__
-
-
-def _task_from_file(path: Path, name: str | None, task_args: dict[str, Any]) -> Task:
-    """The ``@task`` function ``name`` of a Python file, called with ``task_args``.
-
-    As ``inspect eval`` does, the file runs, and its task is built, in the file's own
-    folder, so that the relative paths of its datasets resolve there; the ``@task``
-    decorator records the file, and inspect runs the task's evals in that folder too.
-    """
-    if not path.is_file():
-        raise FileNotFoundError(f"inspect task file {path} does not exist (relative to {Path.cwd()})")
-    path = path.resolve()
-    # Not in sys.modules, as inspect's own loader leaves it: inspect then takes the task for a local file's and
-    # skips searching the installed distributions for its package (a third of a second per eval, measured here).
-    module_name = f"_gittinseval_inspect_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    with contextlib.chdir(path.parent):
-        spec.loader.exec_module(module)
-        tasks = {
-            registry_info(function).name.rsplit("/", 1)[-1]: function
-            for function in vars(module).values()
-            if _is_task_function(function, module_name)
-        }
-        if name is None and len(tasks) != 1:
-            names = ", ".join(sorted(tasks)) or "none"
-            raise ValueError(f"inspect task file {path} defines {len(tasks)} tasks ({names}); name one as file.py@name")
-        if name is not None and name not in tasks:
-            raise ValueError(f"inspect task file {path} has no task {name!r}; its tasks: {', '.join(sorted(tasks))}")
-        return tasks[name or next(iter(tasks))](**task_args)
-
-
-def _is_task_function(value: Any, module_name: str) -> bool:
-    """Whether ``value`` is a ``@task`` function defined in the module ``module_name`` (not imported into it)."""
-    if not callable(value) or getattr(value, "__module__", None) != module_name:
-        return False
-    try:
-        return registry_info(value).type == "task"
-    except ValueError:  # not a registry object
-        return False
-
-
-def build_solver(spec: Any, where: str = "solver") -> Solver:
-    """An inspect solver from its JSON spec: a registry name (``"generate"``, ``"mypackage/my_solver"``), a mapping
-    with a Hydra ``_target_`` and its arguments (``{_target_: inspect_ai.solver.prompt_template, template: ...}``),
-    or a list of these, chained.  ``where`` names the spec in errors."""
-    if isinstance(spec, str):
-        try:
-            return registry_create("solver", spec)
-        except LookupError:
-            raise ValueError(f"{where}: no inspect solver {spec!r} is registered") from None
-    if isinstance(spec, Sequence) and spec:
-        return chain(*(build_solver(item, f"{where}[{position}]") for position, item in enumerate(spec)))
-    if isinstance(spec, Mapping) and "_target_" in spec:
-        built = _build_targets(spec)
-        if isinstance(built, Sequence):
-            return chain(*built)
-        if not callable(built):
-            raise ValueError(f"{where}: {spec['_target_']} built {type(built).__name__}, not an inspect solver")
-        return built
-    raise ValueError(
-        f"{where} must be an inspect solver's registry name, a {{_target_: ...}} mapping or a list of them "
-        f"(JSON, so that the store can record the arm), got {spec!r}"
-    )
-
-
-def _build_targets(value: Any) -> Any:
-    """``value`` with every mapping that has a ``_target_`` built by Hydra; anything else as it is."""
-    if isinstance(value, Mapping):
-        if "_target_" in value:
-            return instantiate(dict(value), _convert_="all")
-        return {key: _build_targets(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_build_targets(item) for item in value]
-    return value
 
 
 @contextlib.contextmanager
@@ -272,43 +149,6 @@ def _json_input(sample: Sample) -> Any:
     return [message.model_dump(mode="json", exclude={"id"}, exclude_none=True) for message in sample.input]
 
 
-def _score_value(value: Any, scorer: str, sample_id: Any) -> float:
-    """A scorer's value as a float in [0, 1] through inspect's ``value_to_float``, else a named error."""
-    convertible = isinstance(value, int | float) or (
-        isinstance(value, str)
-        and (value in (CORRECT, INCORRECT, PARTIAL, NOANSWER) or value.lower() in _BOOLEAN_WORDS or _is_number(value))
-    )
-    number = value_to_float()(value) if convertible else math.nan
-    if not 0.0 <= number <= 1.0:
-        raise NonRetryableError(
-            f"inspect scorer {scorer!r} gave {value!r} for sample {sample_id!r}, which is not a score in [0, 1]; "
-            "gittinseval reads C/P/I/N, yes/no, true/false and numbers in [0, 1] (choose another scorer with scorer=)"
-        )
-    return number
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True)
-class BatchOutcome:
-    """One arm's batch, scored by inspect.
-
-    Attributes:
-        scores: ``[B]`` scores in [0, 1], in the order of the batch's sample ids.
-        dollars: the eval's usage at the prices.
-        tokens: total tokens of the batch (input, output and cache, every model).
-    """
-
-    scores: np.ndarray
-    dollars: float
-    tokens: int
-
-
 class InspectScorer:
     """``score_fn`` of a live run on an inspect task: ``await scorer(arm, batch) -> (scores, dollars)``.
 
@@ -327,7 +167,8 @@ class InspectScorer:
         max_retries: inspect's retries of a model request that failed transiently, for the
             arms whose generate settings (and the task's) set none; ``None``: inspect's
             default, retrying until the request's ``timeout`` (forever without one).
-        source: where the task came from (:func:`task_source`), part of the store's identity.
+        source: where the task came from (:func:`~gittinseval.live.tasks.inspect_loader.task_source`), part of
+            the store's identity.
     """
 
     def __init__(
@@ -360,32 +201,16 @@ class InspectScorer:
             self.samples[sample_id] = sample if sample.id is not None else sample.model_copy(update={"id": sample_id})
         if not self.samples:
             raise ValueError(f"inspect task {task.name!r} has no samples")
-        extra_args = _build_targets(dict(model_args or {}))
+        extra_args = build_targets(dict(model_args or {}))
         self.arms = [dict(arm) for arm in arms]
         self._keys = {self._key(arm): index for index, arm in enumerate(self.arms)}
         # Generate settings: the arm's over the task's, and the task's over this max_retries.
         defaults = GenerateConfig(max_retries=self.max_retries)
-        self.configs: list[GenerateConfig] = []
-        self.solvers: list[Solver] = []
-        self._model_args: list[dict[str, Any]] = []
-        for index, arm in enumerate(self.arms):
-            if "model" not in arm:
-                raise ValueError(f"inspect arm {index} has no model: {arm}")
-            where = f"inspect arm {index} ({arm['model']})"
-            settings = {key: value for key, value in arm.items() if key not in ARM_FIELDS}
-            try:
-                config = GenerateConfig(**settings)
-            except ValidationError as error:
-                problems = "; ".join(problem["msg"] for problem in error.errors())
-                raise ValueError(f"{where}: bad generate settings: {problems}") from None
-            self.configs.append(defaults.merge(task.config).merge(config))
-            prices.price(str(arm["model"]))  # an arm without a price is refused before any call
-            solver = task.solver if arm.get("solver") is None else build_solver(arm["solver"], f"{where}: solver")
-            if arm.get("system"):
-                solver = chain(system_message(arm["system"]), solver)
-            self.solvers.append(solver)
-            arm_args = _build_targets(arm.get("model_args") or {})
-            self._model_args.append({**arm_args, **extra_args.get(arm["model"], {})})
+        built = [build_arm(arm, index, task, defaults, prices, extra_args) for index, arm in enumerate(self.arms)]
+        self.configs: list[GenerateConfig] = [arm.config for arm in built]
+        self.solvers: list[Solver] = [arm.solver for arm in built]
+        self._model_args: list[dict[str, Any]] = [arm.model_args for arm in built]
+        self.reader = EvalLogReader(task.name, scorer, prices)
         # A model is made at its arm's first batch (a dry run builds none, and needs no API key), and again
         # for each event loop that runs evals: a provider's HTTP client belongs to the loop that first used
         # it (the pilot's loop ends before the run's starts).
@@ -404,8 +229,8 @@ class InspectScorer:
         return {
             "task": self.task.name,
             "source": self.source,
-            "task_scorers": [_registry_name(scorer) for scorer in scorers if scorer is not None],
-            "task_solver": _registry_name(self.task.solver),
+            "task_scorers": [registry_name(scorer) for scorer in scorers if scorer is not None],
+            "task_solver": registry_name(self.task.solver),
             "scorer": self.scorer,
             "prices": self.prices.as_dict(),
         }
@@ -494,7 +319,8 @@ class InspectScorer:
                 raise NonRetryableError(f"inspect's eval failed: {type(error).__name__}: {_one_line(error)}") from error
             for position, eval_log in zip(running, logs, strict=True):
                 try:
-                    outcomes[position] = self._outcome(*jobs[position], eval_log)
+                    index, ids = jobs[position]
+                    outcomes[position] = self.reader.outcome(index, self.arms[index]["model"], ids, eval_log)
                 except Exception as failure:  # noqa: BLE001 - one arm's failure is that arm's
                     outcomes[position] = failure
         return outcomes
@@ -510,79 +336,6 @@ class InspectScorer:
             solver=self.solvers[index],
             model=self._model(index),
             config=self.configs[index],
-        )
-
-    def _charge(self, eval_log: EvalLog) -> tuple[float, int, dict[str, str]]:
-        """``(dollars, tokens, unpriced)`` of the usage inspect reports for an eval, every model at its price;
-        ``unpriced``: model -> why its usage could not be charged (e.g. a grader model without a price)."""
-        dollars, tokens, unpriced = 0.0, 0, {}
-        for model, usage in eval_log.stats.model_usage.items():
-            cache_write, cache_read = usage.input_tokens_cache_write or 0, usage.input_tokens_cache_read or 0
-            try:
-                dollars += self.prices.price(model).dollars(
-                    usage.input_tokens, usage.output_tokens, cache_write, cache_read
-                )
-            except ValueError as error:
-                unpriced[model] = f"{usage.input_tokens} input, {usage.output_tokens} output tokens: {error}"
-            tokens += usage.input_tokens + usage.output_tokens + cache_write + cache_read
-        return dollars, tokens, unpriced
-
-    def _outcome(self, index: int, ids: Sequence[Any], eval_log: EvalLog) -> BatchOutcome:
-        """The batch's scores and charge; a failed eval or sample raises, with the scores of the samples that
-        finished and the charge of the usage inspect reports."""
-        arm = self.arms[index]["model"]
-        dollars, tokens, unpriced = self._charge(eval_log)
-        scores: dict[Any, list[float]] = {}
-        failed: dict[Any, str] = {}
-        try:
-            for sample in eval_log.samples or []:
-                if sample.error is not None:
-                    failed.setdefault(sample.id, sample.error.message)
-                    continue
-                named = sample.scores or {}
-                name = self.scorer if self.scorer is not None else next(iter(named), None)
-                if self.scorer is None and len(named) > 1:
-                    raise NonRetryableError(
-                        f"inspect task {self.task.name!r} has scorers {sorted(named)}; choose one with scorer="
-                    )
-                if name not in named:
-                    raise NonRetryableError(
-                        f"inspect task {self.task.name!r}: sample {sample.id!r} has no score {name!r} "
-                        f"(its scores: {sorted(named) or 'none'})"
-                    )
-                scores.setdefault(sample.id, []).append(_score_value(named[name].value, name, sample.id))
-        except NonRetryableError as failure:
-            raise NonRetryableError(str(failure), cost=dollars) from None
-        finished = [sample_id in scores and sample_id not in failed for sample_id in ids]
-        kept = [float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)]
-        if unpriced:
-            # The scores stand; what the unpriced model cost is unknown, so every example of the batch is
-            # charged its expected cost on top of the priced usage, and the run stops.
-            model, why = next(iter(unpriced.items()))
-            raise NonRetryableError(
-                f"arm {index} ({arm}): no price for the usage of model {model!r} ({why}); add it to the prices file",
-                scores=kept,
-                cost=dollars,
-                uncosted=len(ids),
-            )
-        if eval_log.status == "success" and all(finished):
-            return BatchOutcome(np.array([np.mean(scores[sample_id]) for sample_id in ids]), dollars, tokens)
-        first = finished.index(False) if not all(finished) else None
-        if failed:
-            sample_id, message = next(iter(failed.items()))
-            problem = f"sample {sample_id!r} failed: {message}"
-        elif first is not None:
-            problem = f"no scores for samples {[i for i, done in zip(ids, finished, strict=True) if not done][:5]}"
-        else:
-            problem = eval_log.error.message if eval_log.error else "no error given"
-        # A sample that did not finish may have been billed for the request it failed on, whose usage
-        # inspect does not report: the driver charges it one example at the arm's expected cost.
-        raise NonRetryableError(
-            f"inspect eval of arm {index} ({arm}) ended {eval_log.status}: {problem}",
-            scores=kept,
-            cost=dollars,
-            uncosted=finished.count(False),
-            example=first,
         )
 
     def pilot(self, n_samples: int) -> tuple[list[float], float]:

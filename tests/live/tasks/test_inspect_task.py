@@ -22,7 +22,8 @@ from inspect_ai.solver import TaskState, generate
 from gittinseval import evaluate
 from gittinseval.live import NonRetryableError, dataset_digest
 from gittinseval.live.labels import arm_labels
-from gittinseval.live.tasks.inspect_task import InspectScorer, inspect_task, load_inspect_task
+from gittinseval.live.tasks.inspect_loader import load_inspect_task
+from gittinseval.live.tasks.inspect_task import InspectScorer, inspect_task
 from gittinseval.live.tasks.prices import load_prices
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "gittinseval" / "live" / "examples"

@@ -1,0 +1,33 @@
+"""What a live run reports of itself: the arms' table in status.txt and the grading's warnings, logged once."""
+
+import logging
+
+import numpy as np
+
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.live.status import ArmStatus, GradingWarnings, status_text
+
+
+def test_status_txt_is_the_ledger_line_the_warnings_and_the_arms_by_lcb():
+    posterior = FiniteBenchmarkPosterior(3, 40, 0.5, 0.04, 0.25)
+    posterior.update(0, np.array([1.0, 0.0]))
+    posterior.update(2, np.array([1.0, 1.0, 1.0]))
+    status = ArmStatus.of(posterior, ("zero", "one", "two"), [1], kappa=1.0)
+    lines = status_text("spent $1 of a budget of $2", ["check the grading"], status).splitlines()
+    assert lines[:3] == ["spent $1 of a budget of $2", "WARNING: check the grading", ""]
+    assert [line.split()[1] for line in lines[4:]] == ["two", "zero", "one"]
+    assert lines[-1].endswith("  *") and np.isnan(status.sample_mean[1])  # arm 1: in flight, nothing told
+
+
+def test_an_arm_whose_scores_are_all_the_same_is_logged_once(caplog):
+    posterior = FiniteBenchmarkPosterior(2, 40, 0.5, 0.04, 0.25)
+    posterior.update(0, np.zeros(20))
+    posterior.update(1, np.r_[np.ones(10), np.zeros(10)])
+    grading = GradingWarnings()
+    with caplog.at_level(logging.WARNING, logger="gittinseval.live.status"):
+        for _ in range(2):
+            warnings = grading.update(posterior, ["a", "b"])
+    assert warnings == ["1 arm (0) scored 0 on every one of 20 or more examples: check the grading against the replies"]
+    assert [record.getMessage() for record in caplog.records] == [
+        "arm 0 (a) scored 0 on each of its 20 examples so far: check the grading against the replies"
+    ]
