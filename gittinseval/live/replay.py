@@ -14,15 +14,13 @@ that applied it live, after the store had recorded it, so that a replayed run is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from gittinseval.core.protocol import Request
-from gittinseval.live.run_store import StoredRequest
-
-if TYPE_CHECKING:
-    from gittinseval.live.evaluator import Evaluator
+from gittinseval.core.protocol import Policy, Request
+from gittinseval.live.ledger import Ledger, OpenRequest
+from gittinseval.live.run_store import AttemptOutcome, RunStore, StoredRequest
 
 __all__ = ["replay"]
 
@@ -30,7 +28,31 @@ LOST = "the run ended before the outcome of this call was recorded"
 """The error recorded for a call whose outcome a session never recorded."""
 
 
-def replay(evaluator: Evaluator) -> None:
+class RecordedRun(Protocol):
+    """The state changes of an :class:`~gittinseval.live.evaluator.Evaluator` that replay applies.
+
+    Declared here rather than imported, so that the evaluator, which replays its store
+    when it opens one, and this module do not import each other.
+    """
+
+    store: RunStore
+    ledger: Ledger
+    policy: Policy
+    _outstanding: dict[int, OpenRequest]
+
+    def _select(self) -> Request | None: ...
+
+    def _open(self, request_id: int, request: Request) -> None: ...
+
+    def _close(self, arm: int) -> OpenRequest: ...
+
+    def _record(self, request: Request, scores: np.ndarray) -> None: ...
+
+    def _settle(self, entry: OpenRequest, attempt: AttemptOutcome, outcome: str, scored: dict[int, float],
+                reported: float | None, uncosted: int, error: str | None) -> float: ...
+
+
+def replay(evaluator: RecordedRun) -> None:
     """Bring a freshly reset ``evaluator`` to the state its store records."""
     store = evaluator.store
     for event in store.events():
