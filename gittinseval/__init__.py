@@ -1,7 +1,7 @@
 """GittinsEval: cost-aware adaptive evaluation of LLM configurations with Gittins indices.
 
 The package is in floors, each importing only the ones below it:
-``utils`` -> ``data`` -> ``core`` -> policies (``baselines``) -> ``sim`` / ``live`` ->
+``utils`` -> ``data`` -> ``core`` -> policies (``baselines``) -> ``sim`` -> ``live`` ->
 ``results`` -> ``cli``.  The names below are the public front door.  The live
 evaluator (and with it the OpenAI client) is imported only when one of its names is
 first used, so that simulator processes and command-line calls do not pay for it.
