@@ -22,6 +22,7 @@ its folder in worker processes that import only the task function's module
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import sys
 import textwrap
@@ -100,12 +101,25 @@ def _group_options(group: str, overrides: list[str]) -> list[str]:
 def config_groups_help() -> str:
     """Each config group with its options, one wrapped paragraph a group (the ``--help`` listing).
 
-    Read from Hydra's config repository while ``--help`` is rendered, with the
-    command line's ``hydra.searchpath`` folders, so that every yaml file on the search
-    path is listed and none by hand.
+    Read from Hydra's config repository, with the command line's ``hydra.searchpath``
+    folders, so that every yaml file on the search path is listed and none by hand.
+    Hydra resolves the help template whenever it composes a config, not only for
+    ``--help``: a command line without ``--help`` gets a pointer instead, and the
+    listing is made once per search path and process.
     """
+    if "--help" not in sys.argv[1:]:
+        return "  (listed by gittinseval --help)"
     loader = GlobalHydra.instance().config_loader()
-    overrides = [word for word in sys.argv[1:] if word.split("=", 1)[0] == "hydra.searchpath"]
+    overrides = tuple(word for word in sys.argv[1:] if word.split("=", 1)[0] == "hydra.searchpath")
+    search_path = tuple(str(element) for element in loader.get_search_path().get_path())
+    return _listing(search_path, overrides)
+
+
+@functools.lru_cache(maxsize=16)
+def _listing(search_path: tuple[str, ...], overrides: tuple[str, ...]) -> str:
+    """The listing of :func:`config_groups_help` for one search path (the key of the cache)."""
+    loader = GlobalHydra.instance().config_loader()
+    overrides = list(overrides)
     paragraphs = []
     for group in sorted(set(loader.list_groups("")) - {"hydra"}):
         options = ", ".join(_group_options(group, overrides))
