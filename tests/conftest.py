@@ -1,5 +1,6 @@
 """Shared test helpers."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,24 +17,51 @@ def binary_benchmark(n_arms: int, n_examples: int, seed: int, prices=(0.5, 1.0, 
     return Benchmark("toy", scores, prices=rng.choice(prices, size=n_arms))
 
 
-def readme_block(first_line: str) -> str:
-    """The fenced code block of README.md whose first line is ``first_line``."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+FILE_HEADER = re.compile(r"# ([\w./-]+\.\w+)$")
+
+
+def cell_benchmark(seed=0, n_arms=4, n_examples=30) -> Benchmark:
+    """A random binary benchmark whose cells each have their own cost (log-normal around 1)."""
+    rng = np.random.default_rng(seed)
+    scores = (rng.uniform(size=(n_arms, n_examples)) < 0.6).astype(float)
+    return Benchmark("cells", scores, cell_costs=rng.lognormal(0.0, 1.0, size=(n_arms, n_examples)))
+
+
+def code_blocks(page: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of each fenced code block of ``page`` (``README.md`` or ``docs/<name>.md``)."""
+    text = (ROOT / page).read_text()
+    blocks = []
     for block in text.split("```")[1::2]:
-        body = block.split("\n", 1)[1]
+        language, _, body = block.partition("\n")
+        blocks.append((language.strip(), body))
+    return blocks
+
+
+def page_block(page: str, first_line: str) -> str:
+    """The fenced code block of ``page`` (``README.md`` or ``docs/<name>.md``) whose first line is ``first_line``."""
+    for _, body in code_blocks(page):
         if body.startswith(first_line):
             return body
-    raise AssertionError(f"README.md has no code block starting with {first_line!r}")
+    raise AssertionError(f"{page} has no code block starting with {first_line!r}")
+
+
+def page_files(page: str) -> dict[str, str]:
+    """The files a reader of ``page`` writes: each Python or yaml block whose first line is ``# <path>``."""
+    files = {}
+    for language, body in code_blocks(page):
+        header = FILE_HEADER.match(body.split("\n", 1)[0])
+        if language in ("python", "yaml") and header:
+            files[header.group(1)] = body
+    return files
 
 
 @pytest.fixture
-def readme_package(tmp_path, monkeypatch):
-    """The README's ``my_baselines`` package and policy yaml in ``tmp_path`` (on ``sys.path``)."""
-    package = tmp_path / "my_baselines"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "greedy.py").write_text(readme_block("# my_baselines/greedy.py"))
-    (tmp_path / "conf" / "policy").mkdir(parents=True)
-    (tmp_path / "conf" / "policy" / "greedy.yaml").write_text(readme_block("# conf/policy/greedy.yaml"))
+def example_baseline(tmp_path, monkeypatch):
+    """The files of the "Adding a baseline" page (``my_baselines/greedy.py``, ``my_conf/policy/greedy.yaml``),
+    written to ``tmp_path`` as the page shows them, with ``tmp_path`` on ``sys.path``."""
+    for path, text in page_files("docs/baselines.md").items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path

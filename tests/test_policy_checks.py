@@ -1,5 +1,5 @@
 """One contract for every policy: each check of ``gittinseval.policy_checks`` over every
-``conf/policy/*.yaml``, the README's example baseline, and a policy added in a temporary
+``conf/policy/*.yaml``, the example baseline of docs/baselines.md, and a policy added in a temporary
 folder (one module and one yaml, no edit anywhere else).  A new baseline's yaml is
 checked here with no edit."""
 
@@ -44,8 +44,8 @@ def test_every_configured_policy_keeps_the_contract(name, check, bench):
     check(make, bench)
 
 
-def test_the_readme_example_baseline_keeps_the_contract(readme_package):
-    check_policy(factory("greedy", readme_package / "conf"))
+def test_the_documented_example_baseline_keeps_the_contract(example_baseline):
+    check_policy(factory("greedy", example_baseline / "my_conf"))
 
 
 BROKEN_CANCEL = '''

@@ -52,7 +52,7 @@ def test_expected_options_exist():
     assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"} <= set(GROUPS["benchmark"])
     assert "gittins" in GROUPS["policy"]
     assert GROUPS["prior"] == ["empirical", "general", "specific"]
-    assert GROUPS["cost"] == ["aware", "unit"]
+    assert GROUPS["cost"] == ["aware", "per_cell", "unit"]
     assert GROUPS["logger"] == ["none", "wandb"]
     assert "main" in GROUPS["experiment"]
 
@@ -210,11 +210,11 @@ def test_resolved_config_is_plain_data():
     assert Path(CONFIG_DIR / "config.yaml").is_file()
 
 
-def test_readme_baseline_is_one_module_and_one_yaml(matrix_path, readme_package, tmp_path):
-    # The README's example baseline, kept outside the repository and found through
+def test_documented_baseline_is_one_module_and_one_yaml(matrix_path, example_baseline, tmp_path):
+    # The example baseline of docs/baselines.md, kept outside the repository and found through
     # hydra.searchpath, runs end to end with no edit to the package.
     cfg = compose_config(
-        f"hydra.searchpath=[file://{readme_package / 'conf'}]",
+        f"hydra.searchpath=[file://{example_baseline / 'my_conf'}]",
         "policy=greedy",
         "benchmark=matrix",
         f"benchmark.path={matrix_path / 'scores.npy'}",

@@ -18,7 +18,7 @@ from gittinseval.data import load_mmlu
 from gittinseval.live import LiveTask
 from gittinseval.live.app import run_live
 from gittinseval.live.fake_server import FakeChatServer
-from tests.conftest import readme_block
+from tests.conftest import page_block
 
 
 def compose_live(*overrides):
@@ -117,13 +117,13 @@ def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
     assert specific.recommendation is not None
 
 
-def test_the_readme_python_example_runs_and_resumes(tmp_path, monkeypatch, capsys):
+def test_the_live_page_python_example_runs_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    example = readme_block("from baselines.ucbe import UCBEPolicy")
-    exec(compile(example, "README.md", "exec"), {})
+    example = page_block("docs/live.md", "from baselines.ucbe import UCBEPolicy")
+    exec(compile(example, "docs/live.md", "exec"), {})
     first = capsys.readouterr().out.splitlines()
     assert first[0].endswith(" budget") and first[1].startswith("spent $0.05") and "charged as expected" in first[1]
-    exec(compile(example, "README.md", "exec"), {})  # the same store: resumed, the budget already spent
+    exec(compile(example, "docs/live.md", "exec"), {})  # the same store: resumed, the budget already spent
     assert capsys.readouterr().out.splitlines()[0] == first[0]
     assert (tmp_path / "outputs" / "live" / "ucbe_example.sqlite").is_file()
 

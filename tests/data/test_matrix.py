@@ -1,11 +1,11 @@
-"""The generic matrix and cost readers, and Benchmark validation."""
+"""The generic matrix and cost readers (gittinseval/data/matrix.py)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from gittinseval.data import Benchmark, load_matrix, read_costs
+from gittinseval.data import load_matrix, read_costs
 from gittinseval.data.matrix import read_matrix
 
 
@@ -93,35 +93,6 @@ def test_bad_costs_are_rejected(tmp_path):
     np.save(tmp_path / "zero.npy", np.array([1.0, 0.0, 2.0]))
     with pytest.raises(ValueError, match="zero.npy: costs must be positive and finite; bad arms \\[1\\]"):
         load_matrix(str(tmp_path / "m.npy"), costs=str(tmp_path / "zero.npy"))
-
-
-def test_benchmark_validates_its_fields():
-    with pytest.raises(ValueError, match="2 arm names for 3 arms"):
-        Benchmark("b", np.zeros((3, 2)), arm_names=("a", "b"))
-    with pytest.raises(ValueError, match="features must have shape"):
-        Benchmark("b", np.zeros((3, 2)), features=np.zeros((2, 1)))
-    with pytest.raises(ValueError, match="default_batch_size must be an integer in \\[1, N\\]"):
-        Benchmark("b", np.zeros((3, 2)), default_batch_size=3)
-
-
-def test_cached_benchmark_arrays_are_read_only():
-    from gittinseval.core.costs import PriceCost
-    from gittinseval.data import load_mmlu
-
-    benchmark = load_mmlu("college_mathematics")
-    for array in (benchmark.scores, benchmark.prices, benchmark.features, benchmark.row_means,
-                  PriceCost()(benchmark)):
-        with pytest.raises(ValueError, match="read-only"):
-            array[0] = 0
-    assert load_mmlu("college_mathematics") is benchmark
-
-
-def test_benchmark_leaves_the_callers_array_writable():
-    from gittinseval.data import Benchmark
-
-    scores = np.zeros((2, 3))
-    Benchmark(name="mine", scores=scores)
-    scores[0, 0] = 1.0
 
 
 @pytest.mark.parametrize(

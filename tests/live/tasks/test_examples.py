@@ -17,7 +17,7 @@ from gittinseval.live.fake_server import FakeChatServer
 from gittinseval.live.tasks import inspect_task as inspect_adapter
 from gittinseval.live.tasks.prices import load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate
-from tests.conftest import readme_block
+from tests.conftest import page_block
 
 
 def compose_live(*overrides):
@@ -73,9 +73,9 @@ def test_the_inspect_task_config_builds_the_bundled_task_and_its_dry_run_needs_n
     assert f"exhaustive cost (every arm on every example): ${20 * (2 * mini + big):.4g}" in report
 
 
-def readme_inspect_commands():
-    """The overrides of the two gittinseval-live commands of the README's offline inspect example."""
-    block = readme_block(".venv/bin/gittinseval-live task=inspect_offline")
+def documented_inspect_commands():
+    """The overrides of the two gittinseval-live commands of the offline inspect example of docs/live.md."""
+    block = page_block("docs/live.md", ".venv/bin/gittinseval-live task=inspect_offline")
     lines = block.replace("\\\n", " ").splitlines()
     return [shlex.split(line)[1:] for line in lines if line.startswith(".venv/bin/gittinseval-live")]
 
@@ -90,11 +90,11 @@ def right_answers(accuracy):
     return [math.floor((i + 1) * accuracy) > math.floor(i * accuracy) for i in range(20)]
 
 
-def test_the_readme_inspect_example_runs_offline_and_finds_the_best_arm(tmp_path, monkeypatch):
-    """The README's commands as written (the store and run folder moved to tmp_path): the dry run builds no
+def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_path, monkeypatch):
+    """The commands of docs/live.md as written (the store and run folder moved to tmp_path): the dry run builds no
     model; the run recommends the arm whose scripted replies are best; each call is charged its samples'
     scripted usage at the prices file's prices, and each score is the scripted reply's."""
-    dry, run = readme_inspect_commands()
+    dry, run = documented_inspect_commands()
     assert "dry_run=true" in dry and "progress=false" not in run
     with monkeypatch.context() as patched:
         patched.setattr(inspect_adapter, "get_model", no_model)
