@@ -1,4 +1,5 @@
-"""One line for every error of the command-line apps, with its exit code: 2 for usage, 1 for a failed run."""
+"""One line for every error of the command-line apps, with its exit code: 2 for usage, 1 for a failed run,
+130 for an interruption (Ctrl-C), as shells expect."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 from hydra.errors import HydraException, InstantiationException
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from gittinseval.cli.configs import group_options
 from gittinseval.utils.errors import UsageError
 
-__all__ = ["RUN_FAILURE", "USAGE_ERROR", "RunFailure", "one_line", "one_line_errors", "run_app"]
+__all__ = ["INTERRUPTED", "RUN_FAILURE", "USAGE_ERROR", "RunFailure", "one_line", "one_line_errors", "run_app"]
 
 USAGE_ERROR = 2
 RUN_FAILURE = 1
+INTERRUPTED = 130  # 128 + SIGINT
 FULL_ERROR = "HYDRA_FULL_ERROR"
 ONE_LINE = "GITTINSEVAL_ONE_LINE_ERRORS"
 
@@ -35,7 +38,8 @@ def run_app(program: str, app: Callable[[], Any]) -> None:
 
     Exit code 2 for usage errors (an unknown key or option, a value out of range, a
     missing mandatory value, bad input data, a store that is refused) and 1 for a
-    :class:`RunFailure`; anything else is a bug and keeps its trace.  Hydra prints
+    :class:`RunFailure`, 130 for a Ctrl-C (``interrupted``, without its trace); anything
+    else is a bug and keeps its trace.  Hydra prints
     the errors of composing the config over several lines and exits 1: while the
     app runs, Hydra is told to raise them instead (``HYDRA_FULL_ERROR``), and the
     errors of the task function itself are caught inside it (:func:`one_line_errors`).
@@ -50,6 +54,8 @@ def run_app(program: str, app: Callable[[], Any]) -> None:
         app()
     except _USAGE as error:
         _exit(program, one_line(error), USAGE_ERROR)
+    except KeyboardInterrupt:
+        _exit(program, "interrupted", INTERRUPTED)
     finally:
         os.environ.pop(FULL_ERROR, None)
         os.environ.pop(ONE_LINE, None)
@@ -90,7 +96,8 @@ def _exit(program: str, message: str, code: int) -> None:
 def one_line(error: BaseException) -> str:
     """The message of ``error`` (or of the error an instantiation failed on) on one line.
 
-    Hydra's option lists become ``available options in 'policy': gittins, lrf, ...``;
+    Hydra's option lists become ``available options in 'policy': gittins, lrf, ...``, with
+    the options of subgroups (``experiment``: ``..., main, paper/batch_size, ...``);
     OmegaConf's ``full_key``/``object_type`` detail lines and Hydra's config search
     path are dropped; a missing mandatory value says how to give it.
     """
@@ -102,9 +109,17 @@ def one_line(error: BaseException) -> str:
     if isinstance(error, MissingMandatoryValue) and error.full_key:
         text = f"{text.splitlines()[0]} (give it on the command line: {error.full_key}=...)"
     text = re.sub(
-        r"Available options in ('[^']*'):\n((?:\t.*(?:\n|$))+)",
-        lambda match: f"available options in {match[1]}: {', '.join(match[2].split())}\n",
+        r"Available options in '([^']*)':\n((?:\t.*(?:\n|$))+)",
+        lambda match: f"available options in '{match[1]}': {', '.join(_all_options(match[1], match[2].split()))}\n",
         text.split("Config search path")[0],
     )
     lines = [line.strip() for line in text.splitlines()]
     return "; ".join(line.rstrip(".") for line in lines if line and not line.startswith(_DETAILS))
+
+
+def _all_options(group: str, listed: list[str]) -> list[str]:
+    """The options of ``group`` with its subgroups' (``experiment=paper/main``): Hydra lists only its own."""
+    try:
+        return group_options(group, sys.argv[1:]) or listed
+    except (HydraException, OmegaConfBaseException):  # the command line's search path itself is broken
+        return listed

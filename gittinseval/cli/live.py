@@ -5,7 +5,9 @@ Config: ``conf/live.yaml`` with the ``task``, ``policy``, ``prior``, ``cost`` an
 ``dry_run=true`` prints the expected cost and exits without any call.
 Every error is one line on stderr: exit status 2 for a usage error (a wrong
 override, bad input data, a store that is refused or in use), 1 when the run
-ends on a failed scoring call or without a recommendation (nothing was scored).
+ends on a failed scoring call or without a recommendation (nothing was scored),
+130 when it was interrupted (Ctrl-C: the run's one-line stopped message, and the
+store closed; a second Ctrl-C abandons the calls in flight).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.cli.errors import RunFailure, one_line_errors, run_app
+from gittinseval.cli.errors import INTERRUPTED, RunFailure, one_line_errors, run_app
 from gittinseval.live.app import dry_run, run_live
 
 __all__ = ["LIVE_CONFIG_NAME", "main"]
@@ -30,6 +32,8 @@ def _app(cfg: DictConfig) -> float:
         print(dry_run(cfg))
         return 0.0
     result = run_live(cfg, HydraConfig.get().runtime.output_dir)
+    if result.stop_reason == "interrupted":
+        raise SystemExit(INTERRUPTED)  # after run_live's line: stopped (interrupted), the spend, the store
     if result.recommendation is None:
         raise RunFailure(result.failure)
     if result.stop_reason == "error":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from gittinseval.sim.results_store import export
+from gittinseval.utils.text import count
 
 __all__ = ["main"]
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         added, already = export(args.sources, args.to)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-store: error: {error}\n")
-    print(f"{args.to}: added {added} runs, {already} were stored already")
+    print(f"{args.to}: added {count(added, 'run')}, {already} stored already")
 
 
 if __name__ == "__main__":

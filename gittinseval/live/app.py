@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
@@ -24,10 +24,17 @@ log = logging.getLogger(__name__)
 
 
 def _build_task(cfg: DictConfig) -> LiveTask:
-    """``cfg.task`` with the costs of ``cfg.cost``."""
+    """``cfg.task`` with the costs of ``cfg.cost``; ``cfg.task.name`` becomes the built task's name.
+
+    The default ``store`` is named after ``${task.name}``, which a task config may leave to the task
+    (``name: null``: an inspect task's own name): written back here, before the store is resolved,
+    it gives every task a default store of its own.
+    """
     task = instantiate(cfg.task)
     if not isinstance(task, LiveTask):
         raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
+    with open_dict(cfg.task):
+        cfg.task.name = task.name
     return replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
 
 

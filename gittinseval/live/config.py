@@ -43,8 +43,8 @@ class LiveConfig:
             the run in memory.
         fork: a new store for this run that reuses nothing of ``store`` (an existing
             store made with other settings, which a resume refuses); its ``meta``
-            records ``forked_from``.  Once made, rerunning with the same ``fork``
-            resumes it.
+            records ``forked_from`` when ``store`` exists.  Once made, rerunning with
+            the same ``fork`` resumes it.  A fork that is ``store`` itself is refused.
         concurrency: scoring calls in flight (one per arm; 1 for policies that are
             not concurrent).
         stop_at_signal: also stop when the policy's stopping signal fires.
@@ -93,11 +93,8 @@ class LiveConfig:
             raise ValueError(f"policy must be a gittinseval.core.protocol.Policy, got {type(self.policy).__name__}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
-        if self.fork is not None and not self.fork.exists():
-            if self.store is None or not self.store.is_file():
-                raise ValueError(f"fork={self.fork} forks store={self.store}, which does not exist: drop fork=")
-            if self.fork.resolve() == self.store.resolve():
-                raise ValueError(f"fork={self.fork} is the store it forks: give the fork a path of its own")
+        if self.fork is not None and self.store is not None and self.fork.resolve() == self.store.resolve():
+            raise ValueError(f"fork={self.fork} is the store it forks: give the fork a path of its own")
 
     @property
     def run_store(self) -> Path | None:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import logging
 import math
+import signal
+import sysconfig
+import threading
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from tqdm.auto import tqdm
 from gittinseval.core.protocol import Request
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import Evaluator
-from gittinseval.live.failures import is_transient
+from gittinseval.live.failures import ScoringError, is_transient
 from gittinseval.live.ledger import Attempt
 from gittinseval.live.status import ArmStatus, GradingWarnings, Recommendation
 from gittinseval.live.task import LiveTask
@@ -30,6 +35,8 @@ __all__ = ["LiveResult", "evaluate", "evaluate_async"]
 log = logging.getLogger(__name__)
 
 ScoreFn = Callable[[Any, list[Any]], Any]
+COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
+"""Frames a traceback names by the function they run in."""
 
 
 @dataclass
@@ -90,8 +97,10 @@ class LiveResult:
         money = "" if self.status_unit == "unit" else "$"
         budget = "no budget" if self.budget_usd is None else f"a budget of {money}{self.budget_usd:.6g}"
         calls = ", ".join(f"{count} {outcome}" for outcome, count in self.attempts.items())
+        n_calls = sum(self.attempts.values())
         return (
-            f"spent {money}{self.spent:.6g} of {budget} on {sum(self.attempts.values())} scoring calls ({calls}); "
+            f"spent {money}{self.spent:.6g} of {budget} on {n_calls} scoring call{'' if n_calls == 1 else 's'} "
+            f"({calls}); "
             f"charged as expected (calls of unknown cost): {money}{self.charged_as_expected:.6g}"
         )
 
@@ -111,7 +120,7 @@ class LiveResult:
             "stop_reason": self.stop_reason,
             "stop_signal": self.stop_signal,
             "n_requests": len(self.trace["step"]),
-            "n_cells": int(self.status.n_seen.sum()),
+            "n_cells": int(self.status.n_scored.sum()),
             "store": None if self.store is None else str(self.store),
             "error": self.error_message,
             "failure": self.failure,
@@ -212,7 +221,8 @@ class _AsyncRun:
     run waits for the first call in flight to finish (:meth:`collect`) and starts more,
     until no call is in flight and none may start.  A call that fails for good, or
     returns invalid scores, halts the run (:meth:`halt_on`); so does a cancellation
-    (Ctrl-C), after which the calls in flight are still awaited.
+    (Ctrl-C), after which the calls in flight are still awaited, unless a second one
+    abandons them (:meth:`interrupt`).
     """
 
     def __init__(self, task: LiveTask, config: LiveConfig, evaluator: Evaluator, tracker: LiveTracker) -> None:
@@ -230,11 +240,14 @@ class _AsyncRun:
         self.error_where: str | None = None
         """The arm and the examples of that failure's call."""
         self.grading = GradingWarnings()
+        self.interrupted = False
+        """Whether a Ctrl-C (a cancellation) came: a second one abandons the calls in flight."""
+        self.ctrl_c = _CtrlC()
         currency = "" if evaluator.cost_unit == "unit" else "$"
-        spent_of_budget = currency + "{n:.4g}/" + currency + "{total:.4g}"
-        self.bar = tqdm(
+        spent_of_budget = currency + "{spent:.4g}/" + currency + "{total:.4g}"
+        self.bar = _SpendBar(
             total=config.budget_usd,
-            initial=self._progress_spent(),
+            initial=self.evaluator.spent,
             disable=not config.progress,
             bar_format="{l_bar}{bar}| " + spent_of_budget + " [{elapsed}<{remaining}{postfix}]",
             desc="gittinseval-live",
@@ -252,14 +265,11 @@ class _AsyncRun:
                     else:
                         await self.collect()
                 except asyncio.CancelledError:
-                    log.warning(
-                        "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)",
-                        len(self.in_flight),
-                    )
-                    self.halted = self.halted or "interrupted"
+                    self.interrupt()
         finally:
             self.bar.close()
             self.evaluator.close()
+            self.ctrl_c.restore()
             await self.call.shutdown()
         # The evaluator's in-memory state outlives its store connection.
         result = self.result(stop_reason)
@@ -293,11 +303,34 @@ class _AsyncRun:
         done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
         for future in done:
             self.in_flight.remove(future)
-            future.result()  # re-raises a bug of the driver itself; scoring failures are handled in score()
+            if not future.cancelled():  # an abandoned call (interrupt) is left to the store
+                future.result()  # re-raises a bug of the driver itself; scoring failures are handled in score()
 
-    def halt_on(self, failure: BaseException, where: str) -> None:
-        """Start no new call: ``failure`` of the call ``where`` stops the run."""
-        log.error("%s: %s; stopping with everything scored so far kept", where, failure)
+    def interrupt(self) -> None:
+        """A cancellation (Ctrl-C): the first starts no new call and waits for the calls in flight, and has
+        a second Ctrl-C cancel again; the second abandons the calls in flight, which the store keeps as
+        started (a resumed run charges them as expected and sends them again)."""
+        if not self.interrupted:
+            log.warning(
+                "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(self.in_flight)
+            )
+            self.interrupted = True
+            self.halted = self.halted or "interrupted"
+            self.ctrl_c.cancel_on_ctrl_c(asyncio.current_task())
+            return
+        if self.in_flight:
+            log.warning(
+                "abandoned %d calls in flight: a resumed run charges them as expected and sends them again",
+                len(self.in_flight),
+            )
+        for future in self.in_flight:
+            future.cancel()
+
+    def halt_on(self, failure: BaseException, where: str, trace: bool = False) -> None:
+        """Start no new call: ``failure`` of the call ``where`` stops the run (``trace``: log its traceback)."""
+        log.error(
+            "%s: %s; stopping with everything scored so far kept", where, failure, exc_info=failure if trace else None
+        )
         if self.error is None:
             self.error, self.error_where = failure, where
         self.halted = "error"
@@ -314,7 +347,9 @@ class _AsyncRun:
                 evaluator.fail_attempt(attempt, failure)
                 where = _where(evaluator, attempt, failure)
                 if not is_transient(failure) or retry == self.config.max_retries:
-                    self.halt_on(failure, where)
+                    # An exception of the user's own code, not a classified failure: where it was raised.
+                    own_code = not isinstance(failure, ScoringError)
+                    self.halt_on(failure, f"{where}, {_raised_at(failure)}" if own_code else where, trace=own_code)
                     return None
                 delay = self.config.retry_backoff * 2**retry
                 log.warning("%s: call %d failed (%s); retrying in %.3g s", where, retry + 1, failure, delay)
@@ -344,14 +379,9 @@ class _AsyncRun:
         if self.config.progress:
             self.progress(warnings)
 
-    def _progress_spent(self) -> float:
-        """What the bar shows as spent: the spend, capped at the budget."""
-        budget = self.config.budget_usd
-        return self.evaluator.spent if budget is None else min(self.evaluator.spent, budget)
-
     def progress(self, warnings: list[str]) -> None:
         """The bar at the spend, with the recommendation, the stopping signal and the first warning."""
-        self.bar.update(self._progress_spent() - self.bar.n)
+        self.bar.update(self.evaluator.spent - self.bar.n)
         rec = self.evaluator.recommend()
         stop = "yes" if self.evaluator.stop_signal else "no"
         self.bar.set_postfix_str(
@@ -379,6 +409,59 @@ class _AsyncRun:
             warnings=evaluator.score_warnings(),
             diagnostics=evaluator.policy.diagnostics(),
         )
+
+
+def _raised_at(failure: BaseException) -> str:
+    """``in <function> (<file>:<line>)``: the innermost function of ``failure``'s traceback outside the
+    standard library and installed packages (the user's code), else its innermost one."""
+    frames = [(frame, line) for frame, line in traceback.walk_tb(failure.__traceback__)
+              if frame.f_code.co_name not in COMPREHENSIONS]
+    if not frames:
+        return "raised where unknown"
+    libraries = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")})
+    own = [(frame, line) for frame, line in frames if not frame.f_code.co_filename.startswith(libraries)]
+    frame, line = (own or frames)[-1]
+    path = Path(frame.f_code.co_filename)
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    return f"in {frame.f_code.co_name} ({path}:{line})"
+
+
+class _SpendBar(tqdm):
+    """The spend against the budget: the bar fills up to the budget, its text shows the true spend (past the
+    budget by the calls in flight when it was reached)."""
+
+    @property
+    def format_dict(self) -> dict[str, Any]:
+        shown = super().format_dict
+        shown["spent"] = shown["n"]
+        if shown["total"] is not None:
+            shown["n"] = min(shown["n"], shown["total"])
+        return shown
+
+
+class _CtrlC:
+    """A second Ctrl-C of an interrupted run: the first cancels the run's task (asyncio's own handler), after
+    which :meth:`cancel_on_ctrl_c` has the next one cancel it again (asyncio's would raise a
+    ``KeyboardInterrupt`` wherever the program is) until :meth:`restore`."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def cancel_on_ctrl_c(self, task: asyncio.Task | None) -> None:
+        """From now on, Ctrl-C cancels ``task`` (where the loop can handle signals: the main thread)."""
+        if task is None or self.loop is not None or threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals on this loop
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+            self.loop = loop
+
+    def restore(self) -> None:
+        """Ctrl-C raises ``KeyboardInterrupt`` again."""
+        if self.loop is not None:
+            self.loop.remove_signal_handler(signal.SIGINT)
+            self.loop = None
 
 
 def _where(evaluator: Evaluator, attempt: Attempt, failure: BaseException) -> str:

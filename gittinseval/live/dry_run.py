@@ -48,15 +48,15 @@ def dry_run_report(task: Any, budget_usd: float, batch_size: int, labels: Sequen
         f"dry run of task {task.name!r}: no call is made",
         f"{n_arms} arms, {n_examples} examples, batches of {batch}, budget {_dollars(budget)}",
     ]
-    width = max(len("label"), *map(len, labels))
+    width = max(len("name"), *map(len, labels))
     if task.costs is None:
-        lines += ["", f"  {'arm':>4}  label", *(f"  {k:>4}  {label}" for k, label in enumerate(labels))]
+        lines += ["", f"  {'arm':>4}  name", *(f"  {k:>4}  {label}" for k, label in enumerate(labels))]
         lines += ["", "the task has no expected costs (its scoring reports what each call cost): no estimate"]
         return "\n".join(lines)
     costs = np.array([non_negative_float(f"expected cost of arm {k}", c) for k, c in enumerate(task.costs)])
     if costs.size != n_arms:
         raise ValueError(f"task has {costs.size} expected costs for {n_arms} arms")
-    lines += ["", f"  {'arm':>4}  {'label':<{width}}  {'$/example':>10}  {f'$ all {n_examples}':>12}"]
+    lines += ["", f"  {'arm':>4}  {'name':<{width}}  {'$/example':>10}  {f'$ all {n_examples}':>12}"]
     lines += [
         f"  {k:>4}  {label:<{width}}  {cost:>10.4g}  {cost * n_examples:>12.4g}"
         for k, (label, cost) in enumerate(zip(labels, costs, strict=True))

@@ -49,6 +49,11 @@ class Evaluator:
     ambiguous.  ``ask()`` returns ``None`` when every candidate is busy.  Other
     policies get one request at a time.  ``ask()`` never hands out an example twice.
 
+    Budget: ``ask()`` returns ``None`` once :attr:`spent` plus the expected cost of the
+    examples not yet scored of the requests out reaches ``config.budget_usd``, as the
+    driver (:func:`~gittinseval.live.evaluate_async`) starts no call then; an ask/tell
+    loop therefore spends at most the budget plus the requests it holds out at once.
+
     Costs and lambda.  ``task.costs`` are the expected **dollars** per example of
     each arm.  The policy sees them in the paper's raw cost unit, **USD per 1M
     tokens**, ``c_k = costs_k * 1e6 / tokens_per_example``, so that a policy's
@@ -88,9 +93,10 @@ class Evaluator:
             tell); its ``score_fn`` is never called here (the caller scores), only
             recorded (:func:`~gittinseval.live.task.scorer_identity`).
         config: the policy (fresh, live-capable), prior, seed, store and
-            ``budget_usd``: the spend a budget-planning policy (SySRs, PromptEval,
-            UCB-E-LRF) plans for, converted to its raw cost unit; ``None``: the
-            exhaustive cost.  A resumed store keeps the budget it was created with.
+            ``budget_usd``: the limit of ``ask()``, and the spend a budget-planning policy
+            (SySRs, PromptEval, UCB-E-LRF) plans for, converted to its raw cost unit;
+            ``None``: no limit, and the exhaustive cost to plan for.  A resumed store keeps
+            the budget the policy plans for from when it was created.
             Default: ``LiveConfig()`` (GittinsEval, in memory).
     """
 
@@ -106,6 +112,7 @@ class Evaluator:
         self.cost_unit = task.cost_unit
         self.binary = task.binary
         self.policy = config.policy
+        self.budget_usd = config.budget_usd
         prior = config.prior
         # Refused before a store is made: a policy that cannot run live.
         check_live_support(self.policy, self._problem(task, prior, None))
@@ -127,8 +134,8 @@ class Evaluator:
             )
             self.settings = run_settings(task, prior, self.policy, config.seed)
             arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
-            forked = None if config.fork is None else str(config.store)
-            meta = {"policy_budget": raw_budget, "forked_from": forked}
+            forks = config.fork is not None and config.store is not None and config.store.is_file()
+            meta = {"policy_budget": raw_budget, "forked_from": str(config.store) if forks else None}
             define_or_check(self.store, stored, (self.settings, self.names, arm_costs), meta)
             self.ledger = Ledger(self.store, self.costs)
             self._outstanding: dict[int, OpenRequest] = {}
@@ -224,9 +231,24 @@ class Evaluator:
             return None
         return self.policy.select(frozenset(self._outstanding))
 
+    @property
+    def expected_handed_out(self) -> float:
+        """The expected cost of the examples not yet scored of the requests handed out by :meth:`ask`
+        and not told: outstanding, and not waiting to be handed out again."""
+        return sum(
+            self.ledger.expected(arm, int(entry.unscored().sum()))
+            for arm, entry in self._outstanding.items()
+            if arm not in self._reissue
+        )
+
     def ask(self) -> Request | None:
         """The next request, or ``None`` if the policy has nothing to ask while the
-        requests in flight are out (or at all)."""
+        requests in flight are out (or at all), or once :attr:`spent` plus
+        :attr:`expected_handed_out` reaches ``budget_usd``: the driver's rule for
+        starting a call, with the requests handed out as its calls in flight.
+        Requests issued and not told are handed out again first, oldest first."""
+        if self.budget_usd is not None and self.spent + self.expected_handed_out >= self.budget_usd:
+            return None
         if self._reissue:
             return self._outstanding[self._reissue.pop(0)].request
         request = self._select()
@@ -427,8 +449,10 @@ class Evaluator:
         return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
 
     def status(self) -> ArmStatus:
-        """The arms' table: told examples, requests in flight, posterior moments and LCB."""
-        return ArmStatus.of(self.posterior, self.labels, list(self._outstanding), self.kappa)
+        """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior
+        moments and LCB."""
+        kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
+        return ArmStatus.of(self.posterior, self.labels, list(self._outstanding), self.kappa, kept)
 
     def trace(self) -> dict[str, np.ndarray]:
         """One entry per told request, in tell order (columns as in the simulator's trace).

@@ -76,6 +76,6 @@ def _reselected(request: Request | None, stored: StoredRequest, path: Path | Non
         raise ValueError(
             f"store {path}: replaying request {stored.id}, the policy selects {got} where the "
             f"store has arm {stored.arm}, examples {stored.examples[:5].tolist()} (was the store edited, or "
-            "written by another version of the policy or numpy?)"
+            "written by another version of the policy or numpy?); to start afresh, keep it and add fork=NEW_STORE"
         )
     return request

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +14,7 @@ from gittinseval.core.posterior import FiniteBenchmarkPosterior
 
 __all__ = [
     "SAME_SCORE_AFTER",
+    "LEGEND",
     "ArmStatus",
     "GradingWarnings",
     "Recommendation",
@@ -52,6 +53,13 @@ class Recommendation:
     """The arm's short label (:func:`~gittinseval.live.labels.arm_labels`); ``name`` is its store key."""
 
 
+LEGEND = (
+    "seen, mean: examples scored and their mean (with those kept from a failed call); "
+    "M, sd(V), lcb: the posterior of the told requests; *: a request in flight"
+)
+"""The line under the arms' table in ``status.txt`` (:func:`status_text`) that says what its columns mean."""
+
+
 @dataclass(frozen=True)
 class ArmStatus:
     """Per-arm table, every column of length ``K``.
@@ -60,7 +68,9 @@ class ArmStatus:
     ``sample_mean`` the mean of the told scores (NaN before any), ``mean`` and
     ``variance`` the posterior ``M`` and ``V`` of the full-benchmark mean and
     ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`); ``names`` are the
-    arms' labels.
+    arms' labels.  ``n_scored`` and ``scored_mean`` count also the cells that a call
+    which failed part-way kept (scored and paid for; the posterior sees them once
+    their request is told).
     """
 
     names: tuple[str, ...]
@@ -70,16 +80,29 @@ class ArmStatus:
     mean: np.ndarray
     variance: np.ndarray
     lcb: np.ndarray
+    n_scored: np.ndarray
+    scored_mean: np.ndarray
 
     @classmethod
     def of(
-        cls, posterior: FiniteBenchmarkPosterior, labels: tuple[str, ...], outstanding: Sequence[int], kappa: float
+        cls,
+        posterior: FiniteBenchmarkPosterior,
+        labels: tuple[str, ...],
+        outstanding: Sequence[int],
+        kappa: float,
+        kept: Mapping[int, Sequence[float]] | None = None,
     ) -> ArmStatus:
-        """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding``."""
+        """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding`` and
+        ``kept[arm]``: the scores of that arm's untold request kept from a failed call."""
         in_flight = np.zeros(len(labels), dtype=bool)
         in_flight[list(outstanding)] = True
+        n_kept, kept_sum = np.zeros(len(labels), dtype=np.int64), np.zeros(len(labels))
+        for arm, scores in (kept or {}).items():
+            n_kept[arm], kept_sum[arm] = len(scores), float(np.sum(scores))
+        n_scored = posterior.n_seen + n_kept
         with np.errstate(invalid="ignore", divide="ignore"):
             sample_mean = np.where(posterior.n_seen > 0, posterior.score_sum / posterior.n_seen, np.nan)
+            scored_mean = np.where(n_scored > 0, (posterior.score_sum + kept_sum) / n_scored, np.nan)
         return cls(
             labels,
             posterior.n_seen.copy(),
@@ -88,17 +111,19 @@ class ArmStatus:
             posterior.mean.copy(),
             posterior.variance.copy(),
             posterior.mean - kappa * np.sqrt(posterior.variance),
+            n_scored,
+            scored_mean,
         )
 
     def format(self, top: int = 10) -> str:
-        """The ``top`` arms by ``lcb`` as a text table (``*``: request in flight)."""
+        """The ``top`` arms by ``lcb`` as a text table (:data:`LEGEND` says what its columns mean)."""
         order = np.argsort(-self.lcb, kind="stable")[:top]
         width = min(40, max(len(self.names[k]) for k in order))
         header = f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}"
         lines = [header]
         for k in order:
             lines.append(
-                f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_seen[k]:>6}  {self.sample_mean[k]:>6.3f}  "
+                f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_scored[k]:>6}  {self.scored_mean[k]:>6.3f}  "
                 f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}"
                 + ("  *" if self.outstanding[k] else "")
             )
@@ -106,9 +131,9 @@ class ArmStatus:
 
 
 def status_text(ledger_line: str, warnings: Sequence[str], status: ArmStatus, top: int = 20) -> str:
-    """The text of ``status.txt``: the ledger's line, the warnings, then the ``top`` arms by LCB."""
+    """The text of ``status.txt``: the ledger's line, the warnings, then the ``top`` arms by LCB and the legend."""
     header = [ledger_line, *(f"WARNING: {warning}" for warning in warnings)]
-    return "\n".join(header) + "\n\n" + status.format(top=top) + "\n"
+    return "\n".join(header) + "\n\n" + status.format(top=top) + "\n\n" + LEGEND + "\n"
 
 
 def same_scores(posterior: FiniteBenchmarkPosterior) -> tuple[int | None, dict[int, np.ndarray]]:

@@ -21,12 +21,22 @@ from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.run_store import STORE_FORMAT, RunStore
-from gittinseval.live.task import TaskDefinition
+from gittinseval.live.task import TaskDefinition, arm_labels_of_names
 
 __all__ = ["Definition", "define_or_check", "describe_differences", "run_settings", "stored_run"]
 
 Definition = tuple[dict[str, Any], Sequence[str], np.ndarray]
 """What a store records of a run: ``(settings, arm names [K], expected costs [K])``."""
+
+SHOWN_DIFFERENCES = 3
+"""Differences a refusal names; the others are counted."""
+SHOWN_CHARACTERS = 60
+"""Characters of a setting's value a refusal shows."""
+DIGESTS = {
+    "dataset": "the examples differ from the store's",
+    "scores_sha256": "the response matrix differs from the store's",
+}
+"""What a changed digest (a SHA-256 of content) means, by its setting's name."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -57,51 +67,98 @@ def run_settings(task: TaskDefinition, prior: GaussianPrior, policy: Policy, see
 
 def define_or_check(store: RunStore, stored: Definition | None, given: Definition, meta: dict[str, Any]) -> None:
     """Define a new ``store`` (``stored`` is ``None``) by ``given`` and its first ``meta`` entries, or refuse
-    one whose recorded definition ``stored`` differs from ``given``, listing the differences."""
+    one whose recorded definition ``stored`` differs from ``given``, in one line naming the first
+    :data:`SHOWN_DIFFERENCES` differences and how to start afresh."""
     if stored is None:
         store.define(*given, meta=meta)
     elif differences := describe_differences(stored, given):
+        more = len(differences) - SHOWN_DIFFERENCES
+        shown = differences[:SHOWN_DIFFERENCES] + ([f"and {more} more"] if more > 0 else [])
         raise ValueError(
             f"store {store.path} was made with other settings, so its scores and spend do not carry over: "
-            + "; ".join(differences)
-            + " (to start afresh, keep it and add fork=NEW_STORE: a new store that reuses nothing of it)"
+            + "; ".join(shown)
+            + "; to start afresh, keep it and add fork=NEW_STORE (a new store that reuses nothing of it)"
         )
 
 
 def describe_differences(stored: Definition, given: Definition) -> list[str]:
-    """Human-readable differences between two ``(settings, arm names, costs)`` triples.
+    """Human-readable differences between two ``(settings, arm names, costs)`` triples, one line each.
 
-    Nested settings (a policy's or a scorer's parameters) are compared key by key and
-    named by their dotted path; of two objects of different ``_target_``, only the
-    targets are named.
+    Nested settings (a policy's or a scorer's parameters, an arm's fields) are compared key by key and
+    named by their dotted path; of two objects of different ``_target_``, only the targets are named.
+    A changed digest names what it digests (the task file, the examples, the response matrix), and a
+    long value is cut to :data:`SHOWN_CHARACTERS`.  The same arms in another order name the first arm
+    out of place.
     """
     (stored_settings, stored_names, stored_costs), (settings, names, costs) = stored, given
+    stored_names, names = list(stored_names), list(names)
+    labels = arm_labels_of_names(names)
     lines = _differences("", stored_settings, settings)
-    if list(stored_names) != list(names):
-        lines.append(f"arms: store has {len(stored_names)}, given {len(names)}")
-        changed = [k for k in range(min(len(names), len(stored_names))) if stored_names[k] != names[k]]
-        lines += [f"arm {k}: store has {stored_names[k]!r}, given {names[k]!r}" for k in changed[:5]]
+    if stored_names != names:
+        if sorted(stored_names) == sorted(names):
+            k = next(k for k, (old, new) in enumerate(zip(stored_names, names, strict=True)) if old != new)
+            lines.append(
+                f"arm {k} ({labels[k]}) is the store's arm {stored_names.index(names[k])}: the same arms "
+                "in another order; give them in the store's order"
+            )
+            return lines
+        if len(stored_names) != len(names):
+            lines.append(f"arms: the store has {len(stored_names)}, given {len(names)}")
+        for k in range(min(len(names), len(stored_names))):
+            if stored_names[k] != names[k]:
+                lines += _arm_differences(k, stored_names[k], names[k])
     elif not np.array_equal(stored_costs, costs):
-        changed = np.flatnonzero(stored_costs != costs)
-        lines.append(f"costs differ for {changed.size} arms")
         lines += [
-            f"cost of arm {k} ({names[k]!r}): store has {float(stored_costs[k])!r}, given {float(costs[k])!r}"
-            for k in changed[:5]
+            f"cost of arm {k} ({labels[k]}): store has {float(stored_costs[k])!r}, given {float(costs[k])!r}"
+            for k in np.flatnonzero(stored_costs != costs)
         ]
     return lines
 
 
-def _differences(path: str, stored: Any, given: Any) -> list[str]:
+def _arm_differences(k: int, stored: str, given: str) -> list[str]:
+    """The fields in which arm ``k`` differs from the store's, or its names when either is not a mapping."""
+    stored_arm, given_arm = _arm_fields(stored), _arm_fields(given)
+    if isinstance(stored_arm, dict) and isinstance(given_arm, dict):
+        return _differences(f"arm {k}'s", stored_arm, given_arm, separator=" ")
+    return [f"arm {k}: store has {_shown(stored)}, given {_shown(given)}"]
+
+
+def _arm_fields(name: str) -> Any:
+    try:
+        return json.loads(name)
+    except json.JSONDecodeError:
+        return name
+
+
+def _differences(path: str, stored: Any, given: Any, separator: str = ".") -> list[str]:
     if isinstance(stored, dict) and isinstance(given, dict):
         if "_target_" in stored and stored.get("_target_") != given.get("_target_"):
             return [f"{path}: store has {stored.get('_target_')!r}, given {given.get('_target_')!r}"]
-        return [
-            line
-            for key in sorted(set(stored) | set(given), key=str)
-            if key != "_target_"
-            for line in _differences(f"{path}.{key}" if path else str(key), stored.get(key), given.get(key))
-        ]
-    return [] if stored == given else [f"{path}: store has {stored!r}, given {given!r}"]
+        lines = []
+        for key in sorted(set(stored) | set(given), key=str):
+            if key == "_target_" or stored.get(key) == given.get(key):
+                continue
+            if key == "file_sha256":
+                task_file = str(given.get("spec") or stored.get("spec")).partition("@")[0]
+                lines.append(
+                    f"the task file {task_file} changed since the store was made (any edit, even of a docstring, "
+                    "makes another run)"
+                )
+                continue
+            lines += _differences(f"{path}{separator}{key}" if path else str(key), stored.get(key), given.get(key))
+        return lines
+    if stored == given:
+        return []
+    key = path.rpartition(".")[2]
+    if key in DIGESTS:
+        return [f"{path}: {DIGESTS[key]}"]
+    return [f"{path}: store has {_shown(stored)}, given {_shown(given)}"]
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`SHOWN_CHARACTERS`."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 3] + "..."
 
 
 def stored_run(store: str | Path) -> tuple[TaskDefinition, LiveConfig]:
@@ -109,14 +166,16 @@ def stored_run(store: str | Path) -> tuple[TaskDefinition, LiveConfig]:
 
     The policy is rebuilt by :func:`~gittinseval.core.params.build` from its ``_target_``
     and its recorded parameters (:meth:`~gittinseval.core.protocol.Policy.get_params`,
-    nested objects included, with the batch size the run resolved).  The task has no
-    scoring function: its arms, number of examples, costs and identity only.
+    nested objects included, with the batch size the run resolved), and ``budget_usd``
+    from the raw budget the policy plans for (``None`` when the run had none).  The task
+    has no scoring function: its arms, number of examples, costs and identity only.
     """
     if not Path(store).is_file():
         raise FileNotFoundError(f"no store at {store}")
     reader = RunStore(store)
     try:
         definition = reader.load_definition()
+        raw_budget = reader.get_meta("policy_budget")
     finally:
         reader.close()
     if definition is None:
@@ -135,6 +194,7 @@ def stored_run(store: str | Path) -> tuple[TaskDefinition, LiveConfig]:
         settings["scorer"],
     )
     config = LiveConfig(
+        budget_usd=None if raw_budget is None else raw_budget * task.dollars_per_raw_unit,
         policy=build(policy.pop("_target_"), policy),
         prior=GaussianPrior(settings["prior_mean"], settings["prior_var"]),
         seed=settings["seed"],

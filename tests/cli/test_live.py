@@ -4,19 +4,22 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
+from omegaconf import open_dict
 
 from gittinseval import GaussianPrior
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.live import LIVE_CONFIG_NAME
 from gittinseval.data import load_mmlu
 from gittinseval.live import LiveTask
-from gittinseval.live.app import run_live
+from gittinseval.live.app import dry_run, run_live
 from gittinseval.live.fake_server import FakeChatServer
 from tests.conftest import page_block
 
@@ -163,3 +166,42 @@ def test_a_dry_run_of_unit_costs_is_refused_in_one_line(tmp_path):
                f"hydra.run.dir={tmp_path / 'run'}"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "cost=unit counts examples: use cost=aware" in run.stderr
+
+
+@pytest.fixture
+def hydra_choices():
+    """Compose as the app does, with the ``hydra:`` interpolations of ``store`` resolvable; reset afterwards."""
+
+    def compose_app(*overrides):
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return cfg
+
+    yield compose_app
+    HydraConfig.instance().cfg = None
+
+
+def test_every_task_has_a_default_store_of_its_own(hydra_choices):
+    """An inspect task leaves its name to the task (``name: null``): the default store takes the task's own."""
+    cfg = hydra_choices("task=inspect_offline", "budget_usd=0.003")
+    assert cfg.task.name is None
+    dry_run(cfg)
+    assert cfg.store == "outputs/live/arithmetic_gittins_aware_seed0.sqlite"
+    chat = hydra_choices("task=openai_chat", "policy=ucbe", "seed=2")
+    assert chat.store == "outputs/live/openai_chat_ucbe_aware_seed2.sqlite"
+
+
+def test_a_fork_needs_no_store_and_is_never_the_store_itself(hydra_choices, tmp_path, monkeypatch):
+    """fork= beside the default store, which this task has not made yet, is a new store; a fork that is the
+    store (one path relative, the other absolute) is refused."""
+    monkeypatch.chdir(tmp_path)
+    overrides = ["task.latency=0", "progress=false", "logger=none", "budget_usd=0.01"]
+    result = run_live(hydra_choices(*overrides, "fork=outputs/live/fork.sqlite"), tmp_path / "fork")
+    assert result.stop_reason == "budget" and result.store == Path("outputs/live/fork.sqlite")
+    assert not (tmp_path / "outputs" / "live" / "mmlu_high_school_psychology_gittins_aware_seed0.sqlite").exists()
+    run_live(hydra_choices(*overrides, "store=run.sqlite"), tmp_path / "run")
+    with pytest.raises(ValueError, match="is the store it forks: give the fork a path of its own"):
+        run_live(hydra_choices(*overrides, "store=run.sqlite", f"fork={tmp_path / 'run.sqlite'}"), tmp_path / "again")

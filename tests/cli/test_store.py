@@ -30,9 +30,9 @@ def test_export_adds_each_run_once_and_says_how_many(tmp_path, capsys):
     save_run(tmp_path / "second" / "s9", 9)
     store = tmp_path / "results" / "toy.parquet"
     main(["export", str(tmp_path / "first"), "--to", str(store)])
-    assert capsys.readouterr().out == f"{store}: added 3 runs, 0 were stored already\n"
+    assert capsys.readouterr().out == f"{store}: added 3 runs, 0 stored already\n"
     main(["export", str(tmp_path / "first"), str(tmp_path / "second"), "--to", str(store)])
-    assert capsys.readouterr().out == f"{store}: added 1 runs, 3 were stored already\n"
+    assert capsys.readouterr().out == f"{store}: added 1 run, 3 stored already\n"
     assert [row.summary["seed"] for row in read_store(store)] == [0, 1, 2, 9]
 
 
@@ -54,10 +54,22 @@ def test_a_wrong_command_exits_with_2_and_says_why(tmp_path, monkeypatch, capsys
     assert not list(tmp_path.glob("x.*"))
 
 
+def test_a_corrupt_store_is_named_in_one_line(tmp_path, capsys):
+    save_run(tmp_path / "sweep" / "s0", 0)
+    store = tmp_path / "store.parquet"
+    store.write_bytes(b"not a parquet file")
+    with pytest.raises(SystemExit) as error:
+        main(["export", str(tmp_path / "sweep"), "--to", str(store)])
+    assert error.value.code == 2
+    (message,) = capsys.readouterr().err.splitlines()
+    assert message.startswith(f"gittinseval-store: error: {store} is not a readable results store")
+    assert store.read_bytes() == b"not a parquet file"
+
+
 def test_the_console_script_runs_the_command(tmp_path):
     save_run(tmp_path / "sweep" / "s0", 0)
     store = tmp_path / "store.parquet"
     command = [str(Path(sys.executable).with_name("gittinseval-store")), "export", str(tmp_path / "sweep"), "--to",
                str(store)]
     result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
-    assert result.stdout == f"{store}: added 1 runs, 0 were stored already\n"
+    assert result.stdout == f"{store}: added 1 run, 0 stored already\n"

@@ -13,7 +13,15 @@ import pytest
 
 from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
-from gittinseval.live import MatrixScorer, NonRetryableError, TransientError, evaluate
+from gittinseval.live import (
+    LiveConfig,
+    LiveTask,
+    MatrixScorer,
+    NonRetryableError,
+    TransientError,
+    evaluate,
+    evaluate_async,
+)
 from tests.conftest import binary_benchmark
 
 K, N, B = 16, 48, 4
@@ -212,7 +220,7 @@ def test_resumed_run_counts_earlier_spend_toward_the_budget(bench, tmp_path):
     second = evaluate(range(K), range(N), scorer, budget, store=store, **options(bench))
     assert first.spent < second.spent == whole.spent
     np.testing.assert_array_equal(second.trace["arm"], whole.trace["arm"])
-    with pytest.raises(ValueError, match="dataset: store has"):
+    with pytest.raises(ValueError, match="dataset: the examples differ from the store's"):
         evaluate(range(K), range(1, N + 1), scorer, budget, store=store, **options(bench))
 
 
@@ -256,3 +264,76 @@ def test_ctrl_c_stops_cleanly_after_telling_the_requests_in_flight(tmp_path):
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM requests WHERE closed_seq IS NULL").fetchone()[0] == 0
         assert db.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == int(lines[-1])
+
+
+def divide_scores(examples):
+    return [1.0 / (example - example) for example in examples]  # raises ZeroDivisionError
+
+
+def broken_score_fn(arm, examples):
+    return divide_scores(examples)
+
+
+async def broken_async_score_fn(arm, examples):
+    return divide_scores(examples)
+
+
+@pytest.mark.parametrize("score_fn", [broken_score_fn, broken_async_score_fn], ids=["thread", "async"])
+def test_an_exception_in_score_fn_is_logged_with_its_traceback_and_names_the_function_and_line(caplog, score_fn):
+    result = evaluate(range(2), range(8), score_fn, 1.0, costs="unit", policy=UniformPolicy(2), progress=False)
+    line = divide_scores.__code__.co_firstlineno + 1
+    raised_at = f", in divide_scores (tests/live/test_driver.py:{line}): ZeroDivisionError: float division by zero"
+    assert result.stop_reason == "error" and result.failure.endswith(raised_at)
+    [record] = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert record.exc_info[1] is result.error and "stopping with everything scored so far kept" in record.getMessage()
+    assert "score_fn" in caplog.text and f'test_driver.py", line {line}, in divide_scores' in caplog.text
+
+
+def test_the_progress_bar_shows_the_true_spend_past_the_budget(bench, capsys):
+    """The last batches cross the budget: the bar is full and its text says what was spent."""
+    budget = 0.1 * N * bench.prices.sum()
+    result = evaluate(range(K), range(N), MatrixScorer(bench.scores), budget, **options(bench, progress=True))
+    assert result.spent > budget
+    assert f"${result.spent:.4g}/${budget:.4g}" in capsys.readouterr().err
+
+
+def test_the_ledger_line_counts_one_scoring_call_in_the_singular():
+    result = evaluate(["a", "b"], range(4), lambda arm, batch: [1.0] * len(batch), 1.0, costs=[1.0, 1.0],
+                      policy=UniformPolicy(4), progress=False)
+    assert result.ledger_line().startswith("spent $4 of a budget of $1 on 1 scoring call (1 scored, 0 failed, 0 lost)")
+
+
+def test_a_second_cancellation_abandons_the_calls_in_flight_and_a_resume_charges_them(tmp_path):
+    """Ctrl-C as the driver sees it (a cancellation of its task): the first waits for the calls in flight,
+    the second abandons them at once; the store keeps them as started, and a resume charges them as lost."""
+    store = tmp_path / "run.sqlite"
+    hanging = [True]
+
+    async def score_fn(arm, batch):
+        deadline = time.monotonic() + 10  # a driver that does not abandon it fails the test, not hangs it
+        while hanging[0] and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return [1.0] * len(batch)
+
+    def run():
+        task = LiveTask(["a", "b"], range(8), score_fn, [1.0, 1.0])
+        config = LiveConfig(budget_usd=100.0, policy=UniformPolicy(2), concurrency=2, store=store, progress=False)
+        return evaluate_async(task, config)
+
+    async def interrupt_twice():
+        interrupted = asyncio.ensure_future(run())
+        await asyncio.sleep(0.2)
+        interrupted.cancel()
+        await asyncio.sleep(0.1)
+        assert not interrupted.done()  # waiting for the calls in flight
+        interrupted.cancel()
+        return await asyncio.wait_for(interrupted, timeout=5)
+
+    result = asyncio.run(interrupt_twice())
+    assert result.stop_reason == "interrupted" and result.spent == 0 and result.recommendation is None
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM attempts WHERE finished_seq IS NULL").fetchone()[0] == 2
+    hanging[0] = False
+    resumed = asyncio.run(run())
+    assert resumed.stop_reason == "exhausted" and resumed.attempts == {"scored": 8, "failed": 0, "lost": 2}
+    assert resumed.spent == 16 + 2 * 2 and resumed.charged_as_expected == 4

@@ -77,3 +77,10 @@ def test_bad_input():
         dry_run_report(make_task(costs=(1e-5, float("nan"), 1e-5)), budget_usd=1, batch_size=8)
     with pytest.raises(ValueError, match="2 labels for 3 arms"):
         dry_run_report(make_task(), budget_usd=1, batch_size=8, labels=["a", "b"])
+
+
+def test_the_arms_column_is_called_name_as_in_the_status_table():
+    for costs in (None, (1e-5, 2e-5, 7e-5)):
+        headers = [line.split() for line in dry_run_report(make_task(costs=costs), 1.0, 4).splitlines()
+                   if line.strip().startswith("arm ")]
+        assert len(headers) == 1 and headers[0][:2] == ["arm", "name"]

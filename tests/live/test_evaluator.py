@@ -10,7 +10,7 @@ import pytest
 from baselines.ucbe import UCBEPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
 from gittinseval.core.protocol import PosteriorReport
-from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, evaluate
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, ScoringError, evaluate
 from tests.conftest import binary_benchmark
 
 K, N, B = 12, 40, 4
@@ -293,3 +293,47 @@ def test_prior_must_be_gaussian(bench):
 
     with pytest.raises(ValueError, match="resolve a BenchmarkPrior first"):
         Evaluator(LiveTask(range(K), range(N)), LiveConfig(prior=BenchmarkPrior()))
+
+
+def test_cancel_of_a_request_with_scored_paid_cells_is_refused_and_the_table_shows_them(bench, tmp_path):
+    """A call that failed part-way keeps its scored cells, paid for: the request cannot be cancelled (the
+    policy would ask them again and they would be paid twice), and the arms' table counts them as seen."""
+    evaluator = make(bench, store=tmp_path / "run.sqlite")
+    request = evaluator.ask()
+    attempt = evaluator.start_attempt(request)
+    kept = [1.0, None, 0.0, None]
+    evaluator.fail_attempt(attempt, ScoringError("timeout", scores=kept, cost=0.5, uncosted=2))
+    with pytest.raises(ValueError, match=f"arm {request.arm}: 2 examples of this request are scored and paid for"):
+        evaluator.cancel(request)
+    assert evaluator.n_outstanding == 1 and evaluator.spent == pytest.approx(0.5 + 2 * bench.prices[request.arm])
+    status = evaluator.status()
+    assert status.n_scored[request.arm] == 2 and status.scored_mean[request.arm] == 0.5
+    assert status.n_seen[request.arm] == 0 and status.n_scored.sum() == 2
+    evaluator.close()
+    with sqlite3.connect(tmp_path / "run.sqlite") as db:
+        assert db.execute("SELECT outcome FROM requests").fetchall() == [(None,)]
+        assert db.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("held_out", [1, 3])
+def test_ask_returns_nothing_once_spent_plus_the_requests_out_reach_the_budget(bench, tmp_path, held_out):
+    """The driver's rule in an ask/tell loop: no request once spent plus the expected cost of the requests
+    handed out and not told reaches budget_usd, ``held_out`` requests out at once; a reopened store keeps it."""
+    budget = 0.2 * N * bench.prices.sum()
+    config = LiveConfig(budget_usd=budget, policy=GittinsPolicy(B, 1e-3), store=tmp_path / "run.sqlite", seed=5)
+    evaluator = Evaluator(task_of(bench), config)
+    largest = B * bench.prices.max()
+    while True:
+        out = [evaluator.ask() for _ in range(held_out)]
+        asked = [request for request in out if request is not None]
+        expected = sum(request.size * bench.prices[request.arm] for request in asked)
+        assert evaluator.spent + expected < budget + largest  # the last request out may cross it
+        for request in asked:
+            evaluator.tell(request, bench.scores[request.arm, request.examples])
+        if len(asked) < held_out:
+            break
+    assert budget <= evaluator.spent < budget + held_out * largest and evaluator.ask() is None
+    evaluator.close()
+    reopened = Evaluator.from_store(tmp_path / "run.sqlite")
+    assert reopened.budget_usd == pytest.approx(budget, rel=1e-12) and reopened.ask() is None
+    reopened.close()

@@ -114,6 +114,54 @@ def test_a_batch_that_fails_half_way_is_charged_what_was_billed_and_asks_only_th
         server.close()
 
 
+def test_a_told_requests_cost_counts_every_attempt_so_the_requests_table_sums_to_spent(examples, tmp_path):
+    """After a batch that failed half-way and was retried, each told request's ``requests.cost`` is the charge
+    of all its calls: the table sums to ``spent``, which is the server's bill."""
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    store = tmp_path / "run.sqlite"
+    try:
+        server.plan = ["ok", "ok", 503, 503]
+        result = run(examples, server, store)
+    finally:
+        server.close()
+    assert result.stop_reason == "exhausted" and result.attempts["failed"] == 1
+    with sqlite3.connect(store) as db:
+        told = db.execute("SELECT id, cost FROM requests WHERE outcome = 'told'").fetchall()
+        calls = dict(db.execute("SELECT request, SUM(charged) FROM attempts GROUP BY request").fetchall())
+        retried = db.execute("SELECT request FROM attempts WHERE outcome = 'failed'").fetchone()[0]
+    assert len(told) == 10 and all(cost == pytest.approx(calls[request], rel=1e-12) for request, cost in told)
+    assert sum(cost for _, cost in told) == pytest.approx(result.spent, rel=1e-12)
+    assert result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    with sqlite3.connect(store) as db:
+        last_call = db.execute("SELECT charged FROM attempts WHERE request = ? AND outcome = 'scored'", (retried,))
+        assert dict(told)[retried] > last_call.fetchone()[0]  # the failed call's two answers are in its cost
+
+
+def grade_or_fail(reply, example):
+    """Grades the good model's replies; the bad model's "0" cannot be graded."""
+    if reply == "0":
+        raise ZeroDivisionError("this grader cannot grade '0'")
+    return float(reply.rstrip(".") == example["answer"])
+
+
+def grade_or_nonsense(reply, example):
+    return None if reply == "0" else float(reply.rstrip(".") == example["answer"])
+
+
+@pytest.mark.parametrize("grader", [grade_or_fail, grade_or_nonsense])
+def test_a_billed_reply_that_cannot_be_graded_is_charged_what_the_server_billed(examples, grader):
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    costs = expected_chat_costs(ARMS, PRICES, PROMPT_TOKENS, COMPLETION_TOKENS)
+    try:
+        scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=10, grader=grader)
+        result = evaluate(ARMS, examples, scorer, 1.0, costs=costs, policy=GittinsPolicy(4), progress=False)
+    finally:
+        server.close()
+    assert result.stop_reason == "error" and "grading the reply" in result.error_message
+    assert server.billed and result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    assert result.charged_as_expected == 0  # each billed reply is charged its reported usage
+
+
 def test_a_negative_token_count_stops_the_run_naming_the_arm_the_example_and_the_field(examples):
     server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
     try:
@@ -210,3 +258,50 @@ def test_a_run_killed_with_calls_in_flight_is_charged_every_billed_call_after_re
     assert held > 20  # the kill came with calls in flight
     status = (tmp_path / "resumed" / "status.txt").read_text().splitlines()[0]
     assert status.endswith(f"charged as expected (calls of unknown cost): ${summary['charged_as_expected']:.6g}")
+
+
+def test_ctrl_c_exits_130_a_second_abandons_the_calls_at_once_and_a_resume_is_charged_the_bill(examples, tmp_path):
+    """gittinseval-live: the first SIGINT waits for the calls in flight (the server holds them), the second
+    abandons them: exit 130, one stopped line, no traceback.  The held calls are billed all the same; the
+    resumed run charges them as lost and its spend is the server's bill."""
+    prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
+    server = FakeChatServer(answers(examples), good_model="gpt-4o", prices=prices, prompt_tokens=PROMPT_TOKENS)
+    store = tmp_path / "chat.sqlite"
+    server.block_after = 12
+
+    def command(run_dir):
+        return [
+            sys.executable, "-m", "gittinseval.cli.live", "task=openai_chat",
+            f"task.score_fn.base_url={server.base_url}", f"task.prompt_tokens={PROMPT_TOKENS}",
+            f"task.completion_tokens={COMPLETION_TOKENS}", "budget_usd=1.0", "policy.batch_size=4",
+            "concurrency=3", "progress=false", "logger=none", f"store={store}", f"hydra.run.dir={tmp_path / run_dir}",
+        ]
+
+    def default_ctrl_c():  # as in a terminal: a shell may start a background job with SIGINT ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    try:
+        interrupted = subprocess.Popen(command("interrupted"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, preexec_fn=default_ctrl_c)
+        held = wait_until_quiet(server, server.block_after)
+        interrupted.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert interrupted.poll() is None  # waiting for the calls the server holds
+        interrupted.send_signal(signal.SIGINT)
+        output, _ = interrupted.communicate(timeout=30)
+        assert interrupted.returncode == 130, output
+        server.release.set()
+        deadline = time.monotonic() + 30
+        while len(server.billed) < held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.block_after = None
+        subprocess.run(command("resumed"), check=True, timeout=180, capture_output=True)
+    finally:
+        server.close()
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output
+    assert "interrupted: waiting for 3 requests in flight (Ctrl-C again abandons them)" in output
+    assert "abandoned 3 calls in flight" in output
+    assert len([line for line in output.splitlines() if "stopped (interrupted); spent $" in line]) == 1
+    summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    assert summary["stop_reason"] == "exhausted" and summary["n_cells"] == 3 * len(examples)
+    assert summary["attempts"]["lost"] == 3 and summary["spent"] == pytest.approx(server.cost_of_calls(), rel=1e-12)

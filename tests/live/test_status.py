@@ -3,9 +3,10 @@
 import logging
 
 import numpy as np
+import pytest
 
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
-from gittinseval.live.status import ArmStatus, GradingWarnings, status_text
+from gittinseval.live.status import LEGEND, ArmStatus, GradingWarnings, status_text
 
 
 def test_status_txt_is_the_ledger_line_the_warnings_and_the_arms_by_lcb():
@@ -15,8 +16,20 @@ def test_status_txt_is_the_ledger_line_the_warnings_and_the_arms_by_lcb():
     status = ArmStatus.of(posterior, ("zero", "one", "two"), [1], kappa=1.0)
     lines = status_text("spent $1 of a budget of $2", ["check the grading"], status).splitlines()
     assert lines[:3] == ["spent $1 of a budget of $2", "WARNING: check the grading", ""]
-    assert [line.split()[1] for line in lines[4:]] == ["two", "zero", "one"]
-    assert lines[-1].endswith("  *") and np.isnan(status.sample_mean[1])  # arm 1: in flight, nothing told
+    assert [line.split()[1] for line in lines[4:7]] == ["two", "zero", "one"]
+    assert lines[6].endswith("  *") and np.isnan(status.sample_mean[1])  # arm 1: in flight, nothing told
+    assert lines[7:] == ["", LEGEND] and "*: a request in flight" in LEGEND
+
+
+def test_cells_kept_from_a_failed_call_are_seen_before_their_request_is_told():
+    """The table's seen and mean count the scores a failed call kept; M, sd(V) and lcb wait for the tell."""
+    posterior = FiniteBenchmarkPosterior(2, 40, 0.5, 0.04, 0.25)
+    posterior.update(0, np.array([1.0, 0.0]))
+    status = ArmStatus.of(posterior, ("told", "kept"), [1], kappa=1.0, kept={1: [1.0, 1.0, 0.0]})
+    assert status.n_scored.tolist() == [2, 3] and status.scored_mean.tolist() == [0.5, pytest.approx(2 / 3)]
+    assert status.n_seen.tolist() == [2, 0] and status.mean[1] == 0.5  # the posterior has not seen them
+    kept_row = next(line for line in status.format().splitlines() if line.split()[1] == "kept")
+    assert kept_row.split()[2:4] == ["3", "0.667"]
 
 
 def test_an_arm_whose_scores_are_all_the_same_is_logged_once(caplog):

@@ -2,6 +2,7 @@
 ``Evaluator.from_store`` rebuilds every live policy from its record."""
 
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -41,11 +42,11 @@ CHAT_CHANGES = [
      "given 'gittinseval.live.tasks.graders.ExactMatch'"),
     ("task.score_fn.prompt='Q: {prompt}'", "scorer.prompt: store has '{prompt}', given 'Q: {prompt}'"),
     ("task.score_fn.prices.gpt-4o.output=12", "scorer.prices.gpt-4o.output: store has 10.0, given 12.0"),
-    ("task.arms.0.temperature=0.5", 'arm 0: store has \'{"max_tokens": 16, "model": "gpt-4o-mini", "temperature'),
-    ("+task.arms.2.system=Be brief.", '"system": "Be brief."'),
+    ("task.arms.0.temperature=0.5", "arm 0's temperature: store has 0.0, given 0.5"),
+    ("+task.arms.2.system=Be brief.", "arm 2's system: store has None, given 'Be brief.'"),
     ("task.prompt_tokens=50", "tokens_per_example: store has 44.0, given 54.0"),
     ("task.binary=false", "binary: store has True, given False"),
-    ("EXAMPLES", "dataset: store has"),
+    ("EXAMPLES", "dataset: the examples differ from the store's"),
     ("policy.lam=0.001", "policy.lam: store has 0.0001, given 0.001"),
     ("policy=ucbe", "policy: store has 'gittinseval.core.gittins.GittinsPolicy', given 'baselines.ucbe.UCBEPolicy'"),
     ("prior.var=0.01", "prior_var: store has 0.04, given 0.01"),
@@ -54,8 +55,9 @@ CHAT_CHANGES = [
 ]
 # An inspect arm is recorded whole (its solver and model_args as JSON), with the task's scorer and prices.
 INSPECT_CHANGES = [
-    ("task.arms.1.solver.0.template='Q: {prompt}'", 'arm 1: store has \'{"model": "mockllm/small"'),
-    ("task.arms.0.model_args.custom_outputs.accuracy=0.6", "arm 0: store has"),
+    ("task.arms.1.solver.0.template='Q: {prompt}'", "arm 1's solver: store has [{'_target_': 'inspect_ai.solver"),
+    ("task.arms.0.model_args.custom_outputs.accuracy=0.6",
+     "arm 0's model_args.custom_outputs.accuracy: store has 0.5, given 0.6"),
     ("task.scorer=match", "scorer.scorer: store has None, given 'match'"),
     ("PRICES", "scorer.prices.mockllm/large.output: store has 10.0, given 12.0"),
 ]
@@ -114,7 +116,7 @@ def test_another_scoring_function_or_response_matrix_is_refused(tmp_path):
     changed = bench.scores.copy()
     changed[1, 3] = 1 - changed[1, 3]
     task.score_fn = MatrixScorer(changed, arm_names=bench.arm_names)
-    with pytest.raises(ValueError, match="scorer.scores_sha256: store has"):
+    with pytest.raises(ValueError, match="scorer.scores_sha256: the response matrix differs from the store's"):
         Evaluator(task, LiveConfig(store=store))
 
     def grade(arm, batch):
@@ -146,8 +148,11 @@ def test_a_fork_starts_a_new_store_that_reuses_nothing(tmp_path):
         assert again.spent == forked.spent > 0
     with Evaluator(task, LiveConfig(store=store, seed=1)) as original:
         assert original.trace()["step"].size == 1
-    with pytest.raises(ValueError, match="which does not exist: drop fork="):
-        LiveConfig(store=tmp_path / "none.sqlite", fork=tmp_path / "new.sqlite")
+    with pytest.raises(ValueError, match="is the store it forks: give the fork a path of its own"):
+        LiveConfig(store=store, fork=tmp_path / ".." / tmp_path.name / "run.sqlite")  # an existing store too
+    # A fork of a store that does not exist (the default store of a new task) is a new store.
+    with Evaluator(task, LiveConfig(store=tmp_path / "none.sqlite", fork=tmp_path / "new.sqlite")) as fresh:
+        assert fresh.store.get_meta("forked_from") is None and not (tmp_path / "none.sqlite").exists()
 
 
 def live_policies():
@@ -184,6 +189,8 @@ def test_from_store_rebuilds_every_live_policy_and_goes_on_as_the_original(tmp_p
 
     def step(evaluator):
         request = evaluator.ask()
+        if request is None:  # the budget is reached
+            return None
         evaluator.tell(request, bench.scores[request.arm, request.examples])
         return request.arm, request.examples.tolist()
 
@@ -197,3 +204,32 @@ def test_from_store_rebuilds_every_live_policy_and_goes_on_as_the_original(tmp_p
     assert json.loads(json.dumps(rebuilt)) == json.loads(json.dumps(recorded))
     assert [step(reopened) for _ in range(6)] == [step(reference) for _ in range(6)]
     reopened.close()
+
+
+def test_a_refusal_names_a_changed_task_file_and_says_what_to_do_in_one_short_line(tmp_path):
+    """An edited task file (even its docstring) is named with the remedy, not as a pair of SHA-256 digests;
+    past three differences, the others are counted."""
+    examples = CONFIG_DIR.parent / "gittinseval" / "live" / "examples"
+    for name in ("inspect_arithmetic.py", "arithmetic.jsonl"):
+        (tmp_path / name).write_text((examples / name).read_text())
+    task_file = tmp_path / "inspect_arithmetic.py"
+    store = tmp_path / "run.sqlite"
+    task = [*INSPECT, f"task.task={task_file}@arithmetic", f"store={store}"]
+    open_store(tmp_path, *task)
+    task_file.write_text(task_file.read_text().replace('"""An inspect_ai task', '"""An edited inspect_ai task', 1))
+    with pytest.raises(ValueError, match="was made with other settings") as refused:
+        open_store(tmp_path, *task, "seed=3", "policy.lam=0.001", "prior.var=0.01")
+    message = str(refused.value)
+    assert f"the task file {task_file} changed since the store was made" in message
+    assert "even of a docstring" in message
+    assert message.endswith("keep it and add fork=NEW_STORE (a new store that reuses nothing of it)")
+    assert "policy.lam: store has" in message and "prior_var: store has" in message and "; and 1 more;" in message
+    assert "seed:" not in message and not re.search("[0-9a-f]{64}", message)
+    assert "\n" not in message and len(message.replace(str(tmp_path), "")) < 400
+
+
+def test_the_same_arms_in_another_order_are_refused_naming_the_arm_even_at_equal_costs(tmp_path):
+    store = tmp_path / "run.sqlite"
+    Evaluator(LiveTask(["a", "b", "c"], range(20), costs=[1.0, 1.0, 1.0]), LiveConfig(store=store)).close()
+    with pytest.raises(ValueError, match=r"arm 0 \(b\) is the store's arm 1: the same arms in another order"):
+        Evaluator(LiveTask(["b", "a", "c"], range(20), costs=[1.0, 1.0, 1.0]), LiveConfig(store=store))

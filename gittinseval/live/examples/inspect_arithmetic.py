@@ -11,24 +11,20 @@ given accuracy and a given token usage, so that a run needs no server, no key an
 download (``conf/task/inspect_offline.yaml``).
 """
 
-import asyncio
 import json
 import math
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import FieldSpec, json_dataset
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
-from gittinseval.utils.validation import non_negative_float, non_negative_int
+from gittinseval.live.tasks.mockllm import ScriptedOutputs
+from gittinseval.live.tasks.mockllm import scripted_replies as replies_by_sample
+from gittinseval.utils.validation import non_negative_float
 
 QUESTIONS = Path(__file__).with_name("arithmetic.jsonl")
-
-ScriptedOutputs = Callable[[list[ChatMessage], list[Any], Any, GenerateConfig], Awaitable[ModelOutput]]
 
 
 @task
@@ -37,19 +33,17 @@ def arithmetic() -> Task:
     return Task(dataset=dataset, solver=generate(), scorer=match(numeric=True), name="arithmetic")
 
 
-def scripted_replies(
-    accuracy: float, input_tokens: int, output_tokens: int, latency: float = 0.0
-) -> ScriptedOutputs:
+def scripted_replies(accuracy: float, input_tokens: int, output_tokens: int, latency: float = 0.0) -> ScriptedOutputs:
     """mockllm's ``custom_outputs`` for the arithmetic questions: right on a share ``accuracy`` of them.
 
-    Question ``i`` of the file (from 0) is answered right when
-    ``floor((i + 1) * accuracy) > floor(i * accuracy)``, so ``floor(20 * accuracy)`` of
-    the 20 are, spread over the file; a wrong answer is the right one plus 1.  The reply
-    is "The answer is N." after ``latency`` seconds.  The question is found in the last
-    message, which may wrap it (a solver's template).  Every reply reports
-    ``input_tokens`` and ``output_tokens`` as its usage, so that mockllm does not count
-    tokens itself (it would download tiktoken's encoding) and a batch of ``n`` samples is
-    charged ``n * (input_tokens * input price + output_tokens * output price) / 1e6``.
+    Question ``i`` of the file (from 0, sample id ``i + 1``) is answered right when
+    ``floor((i + 1) * accuracy) > floor(i * accuracy)``, so exactly ``floor(20 * accuracy)``
+    of the 20 are, spread over the file; a wrong answer is the right one plus 1.  The
+    reply is "The answer is N." after ``latency`` seconds, and reports ``input_tokens``
+    and ``output_tokens`` as its usage, so that a batch of ``n`` samples is charged
+    ``n * (input_tokens * input price + output_tokens * output price) / 1e6``.  These are
+    replies per sample id of :func:`gittinseval.live.tasks.mockllm.scripted_replies`,
+    which scripts any task.
 
     From yaml, as an arm's model argument::
 
@@ -61,28 +55,9 @@ def scripted_replies(
     share = non_negative_float("accuracy", accuracy)
     if share > 1:
         raise ValueError(f"accuracy must lie in [0, 1], got {accuracy!r}")
-    usage = {"input_tokens": non_negative_int("input_tokens", input_tokens),
-             "output_tokens": non_negative_int("output_tokens", output_tokens)}
-    wait = non_negative_float("latency", latency)
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
-    answers = {}
+    replies = {}
     for i, row in enumerate(rows):
         right = math.floor((i + 1) * share) > math.floor(i * share)
-        answers[row["prompt"]] = row["answer"] if right else str(int(row["answer"]) + 1)
-    # The longest question a message holds: no question is then mistaken for one it contains.
-    by_length = sorted(answers, key=len, reverse=True)
-
-    async def reply(
-        messages: list[ChatMessage], tools: list[Any], tool_choice: Any, config: GenerateConfig
-    ) -> ModelOutput:
-        if wait:
-            await asyncio.sleep(wait)
-        text = messages[-1].text
-        question = next((q for q in by_length if q in text), None)
-        if question is None:
-            raise ValueError(f"scripted_replies: the message holds none of the arithmetic questions: {text[:80]!r}")
-        output = ModelOutput.from_content(model="mockllm", content=f"The answer is {answers[question]}.")
-        output.usage = ModelUsage(**usage, total_tokens=usage["input_tokens"] + usage["output_tokens"])
-        return output
-
-    return reply
+        replies[i + 1] = f"The answer is {row['answer'] if right else int(row['answer']) + 1}."
+    return replies_by_sample(replies=replies, input_tokens=input_tokens, output_tokens=output_tokens, latency=latency)

@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 import math
 import re
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hydra.utils import get_object
-
 from gittinseval.live.tasks.prompts import describe_example, example_field
+from gittinseval.live.tasks.targets import locate, one_line
 from gittinseval.utils.validation import non_negative_float, positive_int
 
 __all__ = [
@@ -295,10 +295,7 @@ class CallableGrader:
     """
 
     def __init__(self, path: str, **kwargs: Any) -> None:
-        try:
-            function = get_object(path.replace(":", "."))
-        except Exception as error:  # noqa: BLE001 - Hydra raises several types for a bad path
-            raise ValueError(f"CallableGrader: cannot import {path!r}: {error}") from None
+        function = locate(path.replace(":", "."), f"CallableGrader({path!r})")
         if not callable(function):
             raise ValueError(f"CallableGrader: {path!r} is {type(function).__name__}, not a function")
         self.path = path
@@ -321,12 +318,24 @@ def grade(grader: GraderFn, reply: str, example: Mapping[str, Any], name: str | 
 
     A bool counts as 0 or 1; NaN, infinities, values outside [0, 1] and anything
     that is not a number are errors, so that a broken grader stops a run instead of
-    recording scores that mean nothing.
+    recording scores that mean nothing.  A grader that raises anything but a
+    ``ValueError`` (which the built-in graders raise, naming themselves) is named too,
+    with the file and line it raised at, the reply and the example.
     """
     if not isinstance(reply, str):
         raise TypeError(f"a grader takes the reply as a string, got {type(reply).__name__}")
-    score = grader(reply, example)
-    label = name or repr(grader)
+    # A function by its import path (its repr holds a memory address); a grader object by its repr, its settings.
+    label = name or (f"{grader.__module__}.{grader.__qualname__}" if hasattr(grader, "__qualname__") else repr(grader))
+    try:
+        score = grader(reply, example)
+    except ValueError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a custom grader's bug: named, so the run stops on one line
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        raise ValueError(
+            f"grader {label} raised {one_line(error)} at {frame.filename}, line {frame.lineno}, on the reply "
+            f"{reply[:80]!r} to example {describe_example(example)}"
+        ) from error
     try:
         value = float(score)
     except (TypeError, ValueError):

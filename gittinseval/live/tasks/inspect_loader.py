@@ -6,7 +6,9 @@ solver is built from a JSON spec: an inspect registry name, a mapping with a Hyd
 ``_target_`` and its arguments, or a list of these, chained (:func:`build_solver`).  An
 arm mapping (see :mod:`gittinseval.live.tasks.inspect_task`) builds its generate settings,
 solver and model arguments (:func:`build_arm`).  The specs stay JSON in the arms, so that
-the store records them.
+the store records them; their ``_target_`` mappings are built by
+:func:`gittinseval.live.tasks.targets.build_targets`, whose errors name the arm and the setting.
+A task file that fails to load, or a task function that fails, is named by its file and line.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import Solver, chain, system_message
@@ -27,13 +29,13 @@ from inspect_ai.util import registry_create, registry_info
 from pydantic import ValidationError
 
 from gittinseval.live.tasks.prices import Prices
+from gittinseval.live.tasks.targets import build_targets, one_line
 
 __all__ = [
     "ARM_FIELDS",
     "InspectArm",
     "build_arm",
     "build_solver",
-    "build_targets",
     "load_inspect_task",
     "registry_name",
     "task_source",
@@ -107,7 +109,11 @@ def _task_from_file(path: Path, name: str | None, task_args: dict[str, Any]) -> 
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     with contextlib.chdir(path.parent):
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # noqa: BLE001 - any failure of the user's file is named by its file and line
+            where = f"inspect task file {path}{_line_of(error, path)}"
+            raise ValueError(f"{where} failed to load: {one_line(error)}") from error
         tasks = {
             registry_info(function).name.rsplit("/", 1)[-1]: function
             for function in vars(module).values()
@@ -118,7 +124,22 @@ def _task_from_file(path: Path, name: str | None, task_args: dict[str, Any]) -> 
             raise ValueError(f"inspect task file {path} defines {len(tasks)} tasks ({names}); name one as file.py@name")
         if name is not None and name not in tasks:
             raise ValueError(f"inspect task file {path} has no task {name!r}; its tasks: {', '.join(sorted(tasks))}")
-        return tasks[name or next(iter(tasks))](**task_args)
+        chosen = name or next(iter(tasks))
+        try:
+            return tasks[chosen](**task_args)
+        except Exception as error:  # noqa: BLE001 - a bad task argument, or the task function's own failure
+            raise ValueError(
+                f"inspect task {chosen!r} of {path}{_line_of(error, path)} failed with task_args {task_args}: "
+                f"{one_line(error)}"
+            ) from error
+
+
+def _line_of(error: BaseException, path: Path) -> str:
+    """``" (line N)"``: where in the file ``path`` the ``error`` was raised (its last frame there), if it was."""
+    if isinstance(error, SyntaxError) and error.filename == str(path):
+        return f" (line {error.lineno})"
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
+    return f" (line {lines[-1]})" if lines else ""
 
 
 def _is_task_function(value: Any, module_name: str) -> bool:
@@ -143,7 +164,7 @@ def build_solver(spec: Any, where: str = "solver") -> Solver:
     if isinstance(spec, Sequence) and spec:
         return chain(*(build_solver(item, f"{where}[{position}]") for position, item in enumerate(spec)))
     if isinstance(spec, Mapping) and "_target_" in spec:
-        built = build_targets(spec)
+        built = build_targets(spec, where)
         if isinstance(built, Sequence):
             return chain(*built)
         if not callable(built):
@@ -153,17 +174,6 @@ def build_solver(spec: Any, where: str = "solver") -> Solver:
         f"{where} must be an inspect solver's registry name, a {{_target_: ...}} mapping or a list of them "
         f"(JSON, so that the store can record the arm), got {spec!r}"
     )
-
-
-def build_targets(value: Any) -> Any:
-    """``value`` with every mapping that has a ``_target_`` built by Hydra; anything else as it is."""
-    if isinstance(value, Mapping):
-        if "_target_" in value:
-            return instantiate(dict(value), _convert_="all")
-        return {key: build_targets(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [build_targets(item) for item in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -192,7 +202,7 @@ def build_arm(
     """
     if "model" not in arm:
         raise ValueError(f"inspect arm {index} has no model: {arm}")
-    where = f"inspect arm {index} ({arm['model']})"
+    where = f"inspect arm {index}" + (f" {arm['name']!r}" if arm.get("name") else "") + f" ({arm['model']})"
     settings = {key: value for key, value in arm.items() if key not in ARM_FIELDS}
     try:
         config = GenerateConfig(**settings)
@@ -203,5 +213,6 @@ def build_arm(
     solver = task.solver if arm.get("solver") is None else build_solver(arm["solver"], f"{where}: solver")
     if arm.get("system"):
         solver = chain(system_message(arm["system"]), solver)
-    arm_args = {**build_targets(arm.get("model_args") or {}), **model_args.get(arm["model"], {})}
+    own_args = build_targets(arm.get("model_args") or {}, f"{where}: model_args")
+    arm_args = {**own_args, **model_args.get(arm["model"], {})}
     return InspectArm(defaults.merge(task.config).merge(config), solver, arm_args)

@@ -127,19 +127,20 @@ class EvalLogReader:
         if unpriced:
             # The scores stand; what the unpriced model cost is unknown, so every example of the batch is
             # charged its expected cost on top of the priced usage, and the run stops.
-            model, why = next(iter(unpriced.items()))
+            unpriced_model, why = next(iter(unpriced.items()))
             raise NonRetryableError(
-                f"arm {index} ({model}): no price for the usage of model {model!r} ({why}); add it to the prices file",
+                f"arm {index} ({model}): no price for the usage of model {unpriced_model!r} ({why}); "
+                f"add its price to {self.prices.source}",
                 scores=kept,
                 cost=dollars,
                 uncosted=len(ids),
             )
         if eval_log.status == "success" and all(finished):
-            return BatchOutcome(np.array([np.mean(scores[sample_id]) for sample_id in ids]), dollars, tokens)
+            return BatchOutcome(np.array(kept), dollars, tokens)
         first = finished.index(False) if not all(finished) else None
         if failed:
             sample_id, message = next(iter(failed.items()))
-            problem = f"sample {sample_id!r} failed: {message}"
+            problem = f"sample {sample_id!r} failed: {' '.join(message.split())}"
         elif first is not None:
             problem = f"no scores for samples {[i for i, done in zip(ids, finished, strict=True) if not done][:5]}"
         else:

@@ -53,8 +53,8 @@ rest of the arm and refuses to resume on a changed one
   outside the budget and is logged with its scores.
 
 Offline runs use inspect's ``mockllm`` with scripted outputs that carry their own
-``usage`` (e.g. :func:`gittinseval.live.examples.inspect_arithmetic.scripted_replies`):
-without it mockllm counts tokens with tiktoken, which downloads its encoding.
+``usage`` (:func:`gittinseval.live.tasks.mockllm.scripted_replies` scripts any task from
+yaml): without it mockllm counts tokens with tiktoken, which downloads its encoding.
 """
 
 from __future__ import annotations
@@ -81,13 +81,13 @@ from gittinseval.live.failures import NonRetryableError, ScoringError
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tasks.inspect_loader import (
     build_arm,
-    build_targets,
     load_inspect_task,
     registry_name,
     task_source,
 )
 from gittinseval.live.tasks.inspect_outcome import BatchOutcome, EvalLogReader
 from gittinseval.live.tasks.prices import Prices, load_prices
+from gittinseval.live.tasks.targets import build_targets
 from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_int
 
 __all__ = ["InspectScorer", "inspect_task"]
@@ -201,7 +201,7 @@ class InspectScorer:
             self.samples[sample_id] = sample if sample.id is not None else sample.model_copy(update={"id": sample_id})
         if not self.samples:
             raise ValueError(f"inspect task {task.name!r} has no samples")
-        extra_args = build_targets(dict(model_args or {}))
+        extra_args = build_targets(dict(model_args or {}), "model_args")
         self.arms = [dict(arm) for arm in arms]
         self._keys = {self._key(arm): index for index, arm in enumerate(self.arms)}
         # Generate settings: the arm's over the task's, and the task's over this max_retries.
@@ -436,7 +436,15 @@ def _pilot_estimate(score_fn: InspectScorer, n_samples: int, path: str | Path | 
     )
     path = None if path is None else Path(path)
     if path is not None and path.is_file():
-        saved = json.loads(path.read_text())
+        try:
+            saved = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"pilot_file {path}, line {error.lineno}, column {error.colno}: not JSON ({error.msg}); "
+                "delete it to run the pilot again"
+            ) from None
+        if not isinstance(saved, dict) or not {"costs", "tokens_per_example"} <= set(saved):
+            raise ValueError(f"pilot_file {path} holds no pilot estimate; delete it to run the pilot again")
         if saved.get("measured_for") == measured_for:
             log.info("pilot estimate read from %s", path)
             return saved["costs"], saved["tokens_per_example"]

@@ -142,5 +142,8 @@ def load_prices(source: str | Path | Mapping[str, Mapping[str, Any]]) -> Prices:
     try:
         entries = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
-        raise ValueError(f"prices file {path} is not YAML or JSON: {error}") from None
+        mark = getattr(error, "problem_mark", None)
+        where = "" if mark is None else f" (line {mark.line + 1}, column {mark.column + 1})"
+        problem = getattr(error, "problem", None) or " ".join(str(error).split())
+        raise ValueError(f"prices file {path} is not YAML or JSON{where}: {problem}") from None
     return Prices(entries, source=str(path))

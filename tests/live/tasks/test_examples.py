@@ -5,6 +5,7 @@ import json
 import math
 import shlex
 import sqlite3
+import subprocess
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -15,9 +16,12 @@ from gittinseval.cli.live import LIVE_CONFIG_NAME
 from gittinseval.live.app import dry_run, run_live
 from gittinseval.live.fake_server import FakeChatServer
 from gittinseval.live.tasks import inspect_task as inspect_adapter
+from gittinseval.live.tasks.inspect_loader import load_inspect_task
 from gittinseval.live.tasks.prices import load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate
-from tests.conftest import page_block
+from tests.conftest import ROOT, page_block
+from tests.live.tasks.test_mockllm import right_by_the_documented_rule
+from tests.test_docs import app_overrides
 
 
 def compose_live(*overrides):
@@ -126,3 +130,70 @@ def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_
     assert result.spent == pytest.approx(sum(charged for *_, charged in calls), rel=1e-12)
     for arm, example, score in cells:
         assert score == float(right_answers(scripted[arm].accuracy)[example])
+
+
+def documented_quiz_commands(folder):
+    """The scripted-replies example of docs/live.md: its files written to ``folder`` by the page's own block (the
+    bundled prices file reached by its relative path, as from the repository's folder), and the overrides of its
+    two gittinseval-live commands, ``--config-dir`` given as Hydra's search path."""
+    subprocess.run(["bash", "-c", page_block("docs/live.md", "mkdir -p my_quiz/conf/task")], cwd=folder, check=True)
+    (folder / "gittinseval").symlink_to(ROOT / "gittinseval")
+    block = page_block("docs/live.md", ".venv/bin/gittinseval-live --config-dir my_quiz/conf task=quiz")
+    lines = block.replace("\\\n", " ").splitlines()
+    commands = [shlex.split(line) for line in lines if line.startswith(".venv/bin/gittinseval-live")]
+    return [app_overrides("gittinseval-live", tuple(words[1:]), folder)[0] for words in commands]
+
+
+def test_the_documented_scripted_replies_of_your_own_task_run_offline_as_scripted(tmp_path, monkeypatch):
+    """The task file, task config and commands of docs/live.md as written: the dry run builds no model and expects
+    the documented costs; the run recommends the documented arm; each call is charged its samples' scripted usage
+    (cache tokens at the cache price) and each score is the scripted reply's, drawn or listed."""
+    monkeypatch.chdir(tmp_path)
+    dry, run = documented_quiz_commands(tmp_path)
+    with monkeypatch.context() as patched:
+        patched.setattr(inspect_adapter, "get_model", no_model)
+        report = dry_run(compose_as_given(dry))
+    assert "exhaustive cost (every arm on every example): $0.001814" in report
+    assert [line.split()[1:3] for line in report.splitlines()[4:7]] == [
+        ["small-drawn", "8.1e-06"], ["small-listed", "8.1e-06"], ["large-cached", "0.000135"]
+    ]
+    cfg = compose_as_given([*(o for o in run if not o.startswith("hydra.run.")), "progress=false"])
+    result = run_live(cfg, tmp_path / "my_quiz" / "run")
+    summary = json.loads((tmp_path / "my_quiz" / "run" / "summary.json").read_text())
+    assert result.stop_reason == "budget" and summary["recommended_label"] == "large-cached"
+    assert result.charged_as_expected == 0
+    # The documented spend and status table (the replies and the policy are deterministic).
+    page = " ".join((ROOT / "docs" / "live.md").read_text().split())
+    assert f"The run spent ${result.spent:.5g} on {len(result.trace['step'])} calls, each charged" in page
+    header = "   arm  name            seen    mean       M   sd(V)     lcb\n"
+    table = page_block("docs/live.md", header + "     2  large-cached")
+    status = (tmp_path / "my_quiz" / "run" / "status.txt").read_text().splitlines()
+    assert all(line in status for line in table.splitlines())
+    prices = load_prices(cfg.task.prices)
+    scripts = [arm.model_args.custom_outputs for arm in cfg.task.arms]
+    per_example = [
+        (
+            s.input_tokens * prices[arm.model].input
+            + s.output_tokens * prices[arm.model].output
+            + s.get("input_tokens_cache_read", 0) * prices[arm.model].input_cache_read
+        ) / 1e6
+        for s, arm in zip(scripts, cfg.task.arms, strict=True)
+    ]
+    samples = list(load_inspect_task(cfg.task.task).dataset)
+    with sqlite3.connect(tmp_path / "my_quiz" / "run.sqlite") as db:
+        calls = db.execute(
+            "SELECT requests.arm, attempts.examples, attempts.charged FROM attempts "
+            "JOIN requests ON attempts.request = requests.id WHERE attempts.outcome = 'scored'"
+        ).fetchall()
+        cells = db.execute("SELECT arm, example, score FROM cells").fetchall()
+    assert {arm for arm, *_ in calls} == {0, 1, 2}
+    for arm, examples, charged in calls:
+        assert charged == pytest.approx(len(json.loads(examples)) * per_example[arm], rel=1e-12)
+    assert result.spent == pytest.approx(sum(charged for *_, charged in calls), rel=1e-12)
+    for arm, example, score in cells:
+        sample, script = samples[example], scripts[arm]
+        if "replies" in script:
+            right = script.replies[sample.id] == sample.target
+        else:
+            right = right_by_the_documented_rule(script.accuracy, script.get("seed", 0), sample.id)
+        assert score == float(right), (cfg.task.arms[arm].name, sample.id)

@@ -1,6 +1,7 @@
 """Built-in graders on replies written to trip them, and the checks on any grader's output."""
 
 import math
+import re
 
 import pytest
 from hydra.utils import instantiate
@@ -126,6 +127,25 @@ def test_callable_grader_by_import_path():
         CallableGrader("no_such_module_here.grader")
     with pytest.raises(ValueError, match=r"returned nan .* a number in \[0, 1\]"):
         CallableGrader(f"{__name__}.not_a_score")("x", {"answer": "1"})
+
+
+def test_a_callable_grader_that_cannot_be_imported_or_fails_is_one_line(capsys):
+    with pytest.raises(ValueError) as missing:
+        CallableGrader("no_such_module_here.grader")
+    assert str(missing.value).startswith(
+        "CallableGrader('no_such_module_here.grader'): cannot import 'no_such_module_here.grader': no module "
+        "'no_such_module_here' on the search path ("
+    )
+    with pytest.raises(ValueError, match=rf"cannot import '{__name__}.nothing': '{__name__}' has no 'nothing'$"):
+        CallableGrader(f"{__name__}.nothing")
+    with pytest.raises(ValueError) as raised:
+        CallableGrader(f"{__name__}.half_credit")("it is 12", {"answer": 12})  # a number is not in a string
+    assert re.fullmatch(
+        rf"grader {__name__}.half_credit raised TypeError: 'in <string>' requires string as left operand, not int at "
+        r".*test_graders.py, line \d+, on the reply 'it is 12' to example \{\"answer\": 12\}",
+        str(raised.value),
+    )
+    assert capsys.readouterr() == ("", "")  # nothing printed besides the error
 
 
 @pytest.mark.parametrize("bad", [math.nan, 1.5, -0.1, math.inf, "1", None])

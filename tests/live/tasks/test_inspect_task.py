@@ -608,3 +608,99 @@ def test_a_grader_model_without_a_price_keeps_the_scores_and_charges_the_batch_a
 def test_eval_options_that_drop_the_samples_are_refused(tmp_path):
     with pytest.raises(ValueError, match="log_samples=false"):
         make_task([{"model": "mockllm/strong"}], tmp_path, eval_options={"log_samples": False})
+
+
+# Scores that differ by epoch: sample 1 scores 1, 0 and 0.5 in its three epochs, and so on.
+EPOCH_SCORES = {1: [1.0, 0.0, 0.5], 2: [1.0, 1.0, 0.0], 3: [0.0, 0.0, 0.25]}
+
+
+@scorer(metrics=[accuracy()])
+def by_epoch():
+    async def score(state: TaskState, target: Target) -> Score:
+        return Score(value=EPOCH_SCORES[state.sample_id][state.epoch - 1])
+
+    return score
+
+
+def test_a_sample_scored_over_several_epochs_gets_the_mean_over_its_epochs_and_each_epoch_is_charged(tmp_path):
+    samples = load_inspect_task(BUNDLED_TASK).dataset[:3]
+    epochs = Task(dataset=samples, solver=generate(), scorer=by_epoch(), epochs=3, name="epochs")
+    task = inspect_task(
+        epochs, [{"model": "mockllm/strong"}], PRICES, model_args=MODEL_ARGS, log_dir=tmp_path / "logs",
+        tokens={"input": 40, "output": 6},
+    )
+    scores, dollars = score(task, 0, [2, 0, 1])
+    np.testing.assert_allclose(scores, [np.mean(EPOCH_SCORES[3]), np.mean(EPOCH_SCORES[1]), np.mean(EPOCH_SCORES[2])])
+    assert math.isclose(dollars, 3 * 3 * per_example_dollars("mockllm/strong"), rel_tol=1e-12)
+
+
+CACHED_USAGE = {
+    "input_tokens": 40, "output_tokens": 6, "input_tokens_cache_write": 200, "input_tokens_cache_read": 1000
+}
+
+
+def cached_arm(model):
+    script = {"_target_": "gittinseval.live.tasks.mockllm.scripted_replies", "accuracy": 1.0, **CACHED_USAGE}
+    return {"model": model, "model_args": {"custom_outputs": script}}
+
+
+def test_cache_tokens_are_charged_at_the_prices_file_cache_rates(tmp_path):
+    """inspect's input_tokens exclude the cached ones, which it reports as input_tokens_cache_write/_read:
+    each count at its own price of the file (four prices that differ, so that no two can be swapped)."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("mockllm/cached: {input: 1.0, output: 4.0, input_cache_write: 3.0, input_cache_read: 0.5}\n")
+    task = inspect_task(
+        BUNDLED_TASK, [cached_arm("mockllm/cached")], prices, tokens={"input": 1, "output": 1},
+        log_dir=tmp_path / "logs",
+    )
+    (outcome,) = asyncio.run(task.score_fn.evaluate([(0, [1, 2, 3, 4])]))
+    per_reply = (40 * 1.0 + 6 * 4.0 + 200 * 3.0 + 1000 * 0.5) / 1e6
+    assert math.isclose(outcome.dollars, 4 * per_reply, rel_tol=1e-12)
+    assert outcome.tokens == 4 * sum(CACHED_USAGE.values())
+    assert outcome.scores.tolist() == [1.0] * 4
+
+
+def test_cache_tokens_without_a_cache_price_stop_the_run_naming_the_model_and_the_prices_file(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("mockllm/uncached: {input: 1.0, output: 4.0}\n")
+    task = inspect_task(
+        BUNDLED_TASK, [cached_arm("mockllm/uncached")], prices, tokens={"input": 1, "output": 1},
+        log_dir=tmp_path / "logs",
+    )
+    with pytest.raises(NonRetryableError) as failed:
+        score(task, 0, [0, 1])
+    assert str(failed.value) == (
+        "arm 0 (mockllm/uncached): no price for the usage of model 'mockllm/uncached' (80 input, 12 output tokens: "
+        f"400 cache tokens were used but the price has no input_cache_write); add its price to {prices}"
+    )
+    assert failed.value.scores == [1.0, 1.0] and failed.value.uncosted == 2
+
+
+def test_a_task_file_that_fails_is_named_with_its_line(tmp_path):
+    (tmp_path / "syntax.py").write_text("from inspect_ai import task\n\ndef oops(:\n")
+    (tmp_path / "imports.py").write_text("import no_such_package_here\n")
+    (tmp_path / "raises.py").write_text(
+        "from inspect_ai import task\n\n@task\ndef quiz(n=1):\n    return 1 / 0\n"
+    )
+    with pytest.raises(ValueError, match=r"inspect task file .*syntax.py \(line 3\) failed to load: SyntaxError"):
+        load_inspect_task(str(tmp_path / "syntax.py"))
+    with pytest.raises(
+        ValueError, match=r"imports.py \(line 1\) failed to load: ModuleNotFoundError: No module named 'no_such_pa"
+    ):
+        load_inspect_task(str(tmp_path / "imports.py"))
+    with pytest.raises(
+        ValueError, match=r"inspect task 'quiz' of .*raises.py \(line 5\) failed with task_args \{\}: ZeroDivisionError"
+    ):
+        load_inspect_task(f"{tmp_path / 'raises.py'}@quiz")
+    with pytest.raises(ValueError, match=r"failed with task_args \{'m': 2\}: TypeError: .*unexpected keyword .*'m'"):
+        load_inspect_task(f"{tmp_path / 'raises.py'}@quiz", {"m": 2})
+
+
+def test_a_pilot_file_that_is_not_a_pilot_estimate_is_named(tmp_path):
+    pilot_file = tmp_path / "pilot.json"
+    pilot_file.write_text("{not json")
+    with pytest.raises(ValueError, match=rf"pilot_file {pilot_file}, line 1, column 2: not JSON .*delete it to run"):
+        make_task([{"model": "mockllm/strong"}], tmp_path, tokens=None, pilot_file=pilot_file)
+    pilot_file.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=rf"pilot_file {pilot_file} holds no pilot estimate; delete it"):
+        make_task([{"model": "mockllm/strong"}], tmp_path, tokens=None, pilot_file=pilot_file)

@@ -79,3 +79,22 @@ def test_bundled_prices():
     assert prices.price("gpt-4o-mini") == ModelPrice(0.15, 0.60, 0.15, 0.075)
     # Every entry has inspect_ai's four fields (tests/live/tasks/test_inspect_task.py reads it with inspect_ai).
     assert all(len(entry) == 4 for entry in prices.as_dict().values())
+
+
+def test_a_malformed_prices_file_is_named_on_one_line_with_its_line_or_row(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("openai/gpt-4o: {input: 2.5, output: 10}\nm: {input: 1, output: [\n")
+    with pytest.raises(ValueError) as error:
+        load_prices(broken)
+    assert str(error.value) == (
+        f"prices file {broken} is not YAML or JSON (line 3, column 1): expected the node content, but found "
+        "'<stream end>'"
+    )
+    bad_row = tmp_path / "row.yaml"
+    bad_row.write_text("openai/gpt-4o: {input: 2.5, output: 10}\nopenai/gpt-4o-mini: {input: 0.15, ouptut: 0.6}\n")
+    with pytest.raises(ValueError) as error:
+        load_prices(bad_row)
+    assert str(error.value) == (
+        f"{bad_row}: model 'openai/gpt-4o-mini': unknown price field(s) ['ouptut']; the fields are input, output, "
+        "input_cache_write, input_cache_read"
+    )

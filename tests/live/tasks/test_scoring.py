@@ -152,6 +152,38 @@ def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples
     assert server.received == 1 and result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
 
 
+def grader_failing_on(prompt, failure):
+    """A grader that scores 1 but fails on the example whose prompt is ``prompt``: it raises, or returns a non-score."""
+
+    def grader(reply, example):
+        if example["prompt"] != prompt:
+            return 1.0
+        return 1 / 0 if failure == "raises" else "maybe"
+
+    return grader
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        ("raises", r"grader tests.live.tasks.test_scoring.grader_failing_on.<locals>.grader raised ZeroDivisionError: "
+                   r"division by zero at .*test_scoring.py, line \d+, on the reply '72.' to example \{\"answer\": "),
+        ("not_a_score", r"grader .*<locals>.grader returned 'maybe' for the reply '72.' to example .*must return a n"),
+    ],
+)
+def test_a_billed_reply_that_cannot_be_graded_is_charged(server, examples, failure, message):
+    """The reply was paid for whatever its grader did: its cost is charged with the others', and the failure is one
+    line naming the grader (where it raised), the reply and the example (a whole run's spend against the server's
+    bill: tests/live/test_ledger.py)."""
+    grader = grader_failing_on(examples[1]["prompt"], failure)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader)
+    with pytest.raises(NonRetryableError, match=f"grading the reply: {message}") as info:
+        asyncio.run(scorer(ARMS[1], examples[:3]))
+    assert len(server.calls) == 3 and info.value.scores == [1.0, None, 1.0] and info.value.example == 1
+    assert info.value.cost == pytest.approx(server.cost_of_calls(), rel=1e-12) and info.value.uncosted == 0
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize(("grader", "warned"), [(None, True), (ContainsAnswer(), False), (LastNumber(), False)])
 def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, capsys, caplog, grader, warned):
     """Replies like "The answer is 12." under first-word grading: every score is 0, and the run says so."""
