@@ -29,13 +29,14 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
-__all__ = ["CONFIG_DIR", "config_groups_help", "register_method_aliases", "search_path_dirs"]
+__all__ = ["CONFIG_DIR", "config_groups_help", "group_options", "register_method_aliases", "search_path_dirs"]
 
 
 def _config_dir() -> Path:
@@ -98,6 +99,25 @@ def _group_options(group: str, overrides: list[str]) -> list[str]:
     return options
 
 
+def group_options(group: str, overrides: Sequence[str] = ()) -> list[str]:
+    """Every option of the config group ``group``, those of its subgroups as ``sub/option`` (``paper/main``).
+
+    Read from ``conf/`` and the folders that ``hydra.searchpath=[...]`` among the command
+    line's ``overrides`` adds; outside a composition (an error message after Hydra gave
+    up) Hydra's config repository is opened here.
+    """
+    search_path = list(_search_path_overrides(overrides))
+    if GlobalHydra.instance().is_initialized():
+        return _group_options(group, search_path)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return _group_options(group, search_path)
+
+
+def _search_path_overrides(words: Sequence[str]) -> tuple[str, ...]:
+    """The ``hydra.searchpath=[...]`` overrides among command-line ``words``."""
+    return tuple(word for word in words if word.split("=", 1)[0] == "hydra.searchpath")
+
+
 def config_groups_help() -> str:
     """Each config group with its options, one wrapped paragraph a group (the ``--help`` listing).
 
@@ -110,7 +130,7 @@ def config_groups_help() -> str:
     if "--help" not in sys.argv[1:]:
         return "  (listed by gittinseval --help)"
     loader = GlobalHydra.instance().config_loader()
-    overrides = tuple(word for word in sys.argv[1:] if word.split("=", 1)[0] == "hydra.searchpath")
+    overrides = _search_path_overrides(sys.argv[1:])
     search_path = tuple(str(element) for element in loader.get_search_path().get_path())
     return _listing(search_path, overrides)
 

@@ -54,7 +54,8 @@ class PriceCost:
     def __call__(self, benchmark: Benchmark) -> np.ndarray:
         if benchmark.prices is None:
             raise ValueError(
-                f"benchmark {benchmark.name!r} has no per-arm prices; use cost=unit or give benchmark.costs=<file>"
+                f"benchmark {benchmark.name!r} has no per-arm prices; use cost=unit or give "
+                "benchmark.costs=<prices file>"
             )
         return benchmark.prices
 

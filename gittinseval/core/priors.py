@@ -46,10 +46,13 @@ class BenchmarkPrior:
         specific = None if benchmark is None else benchmark.specific_prior
         if specific is None and (self.mean is None or self.var is None):
             source = "no benchmark is replayed" if benchmark is None else f"benchmark {benchmark.name!r}"
-            raise ValueError(
-                f"prior={self.name} needs a data-specific prior and {source} has none; set prior.mean and "
-                "prior.var, or use prior=general"
-            )
+            fixes = "set prior.mean and prior.var, or use prior=general"
+            if benchmark is not None and benchmark.prices is None:
+                # A user's own matrix often lacks both defaults (prior=specific, cost=aware): name both
+                # fixes at once, rather than have the cost fail next, once the prior is fixed.
+                fixes += ("; it has no prices either: with cost=aware (the default) give "
+                          "benchmark.costs=<prices file>, or use cost=unit")
+            raise ValueError(f"prior={self.name} needs a data-specific prior and {source} has none; {fixes}")
         default_mean, default_var = specific or (self.mean, self.var)
         return GaussianPrior(
             mean=default_mean if self.mean is None else self.mean,

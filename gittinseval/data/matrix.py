@@ -116,27 +116,32 @@ def _read_parquet_numbers(path: Path) -> np.ndarray:
 
 
 def read_costs(path: str | Path) -> np.ndarray:
-    """Per-arm costs from ``.npy``, ``.json`` (a list, or ``{"costs": [...]}``) or ``.csv``.
+    """Per-arm costs ``[K]`` from ``.npy``, ``.json`` (a list, or ``{"costs": [...]}``) or ``.csv``.
 
-    A CSV may have a header; its last numeric column is taken.
+    A CSV has one row per arm, in the matrix's row order, and may have a header and a
+    column of arm names (see :data:`ARM_NAME_COLUMNS`); its last numeric column is taken.
+    A file that cannot be read is an error naming it.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"cost file not found: {path}")
     suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return np.load(path, allow_pickle=False).reshape(-1)
-    if suffix == ".json":
-        payload = json.loads(path.read_text())
-        if isinstance(payload, dict):
-            if "costs" not in payload:
-                raise ValueError(f"{path}: a JSON object must have a 'costs' list")
-            payload = payload["costs"]
-        return np.asarray(payload, dtype=np.float64).reshape(-1)
     if suffix == ".csv":
-        table = _read_csv_numbers(path)
-        return table[:, -1]
-    raise ValueError(f"{path}: unsupported cost format {suffix!r}; use .npy, .json or .csv")
+        return _read_csv_numbers(path)[:, -1]
+    if suffix not in (".npy", ".json"):
+        raise ValueError(f"{path}: unsupported cost format {suffix!r}; use .npy, .json or .csv")
+    try:
+        payload = np.load(path, allow_pickle=False) if suffix == ".npy" else json.loads(path.read_text())
+    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path}: cannot read the costs ({error})") from error
+    if isinstance(payload, dict):
+        if "costs" not in payload:
+            raise ValueError(f"{path}: a JSON object must have a 'costs' list")
+        payload = payload["costs"]
+    try:
+        return np.asarray(payload, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: the costs must be numbers, one per arm ({error})") from error
 
 
 def load_matrix(path: str, costs: str | None = None, name: str | None = None) -> Benchmark:

@@ -18,7 +18,16 @@ from gittinseval.sim.simulator import RunResult, simulate
 from gittinseval.utils.threads import job_threads, torch_threads
 from gittinseval.utils.validation import ConfigError, non_negative_int, positive_int
 
-__all__ = ["code_commit", "config_digest", "finished_run", "run_experiment", "run_trials", "simulate_config"]
+__all__ = [
+    "code_commit",
+    "config_digest",
+    "finished_run",
+    "results_store",
+    "run_experiment",
+    "run_trials",
+    "simulate_config",
+    "trial_configs",
+]
 
 # Settings that do not change a run's result: a finished run is reused across them.
 RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
@@ -77,6 +86,24 @@ def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
     return saved
 
 
+def trial_configs(cfg: DictConfig) -> list[DictConfig]:
+    """The configs of the ``cfg.trials`` runs of the job ``cfg``: seeds ``cfg.seed, cfg.seed + 1, ...``.
+
+    One trial is ``cfg`` itself; each of several is a copy of ``cfg`` with its own seed,
+    the config (and so the :func:`config_digest`) of a single run with that seed.
+    """
+    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
+    if trials == 1:
+        return [cfg]
+    first = non_negative_int("seed", cfg.seed)
+    configs = []
+    for seed in range(first, first + trials):
+        trial = cfg.copy()
+        trial.seed = seed
+        configs.append(trial)
+    return configs
+
+
 def run_trials(
     cfg: DictConfig, output_dir: str | Path, name: str | None = None, group: str | None = None
 ) -> list[RunResult | RunRow]:
@@ -84,21 +111,26 @@ def run_trials(
 
     One trial is :func:`run_experiment` into ``output_dir``; several go into
     ``output_dir/seed=<s>``, each the same run (same trace, same ``config_digest``)
-    as a single run with ``seed=<s>``.  In one process the benchmark and the root
-    tables are built once for all trials, so a sweep of cheap runs spends its time
-    on the runs rather than on starting jobs: ``-m seed=0,20,40 trials=20``.
+    as a single run with ``seed=<s>`` (see :func:`trial_configs`).  In one process the
+    benchmark and the root tables are built once for all trials, so a sweep of cheap runs
+    spends its time on the runs rather than on starting jobs: ``-m seed=0,20,40 trials=20``.
     """
-    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
-    if trials == 1:
+    trials = trial_configs(cfg)
+    if len(trials) == 1:
         return [run_experiment(cfg, output_dir, name, group)]
-    first = non_negative_int("seed", cfg.seed)
     results = []
-    for seed in range(first, first + trials):
-        trial = cfg.copy()
-        trial.seed = seed
-        label = f"seed={seed}"
+    for trial in trials:
+        label = f"seed={trial.seed}"
         results.append(run_experiment(trial, Path(output_dir) / label, f"{name},{label}" if name else label, group))
     return results
+
+
+def results_store(cfg: DictConfig) -> Path | None:
+    """The results store ``cfg.results_store`` whose runs are not run again (``None``: no store)."""
+    store = cfg.get("results_store")
+    if store is not None and not str(store).endswith(".parquet"):
+        raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
+    return None if store is None else Path(store)
 
 
 def simulate_config(cfg: DictConfig) -> RunResult:
@@ -144,9 +176,7 @@ def run_experiment(
     ``output_dir`` is left alone).
     """
     output_dir = Path(output_dir)
-    store = cfg.get("results_store")
-    if store is not None and not str(store).endswith(".parquet"):
-        raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
+    store = results_store(cfg)
     digest = config_digest(cfg)
     saved = finished_run(output_dir, digest)
     if saved is not None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,6 +18,8 @@ __all__ = ["NullLogger", "RunLogger", "WandbLogger"]
 
 log = logging.getLogger(__name__)
 
+WEAVE_SWITCH = "WANDB_DISABLE_WEAVE"
+
 
 def logged_steps(recommended: np.ndarray, max_points: int) -> np.ndarray:
     """Rows of a trace to log: ``max_points`` evenly spaced ones, the last one and
@@ -25,6 +30,25 @@ def logged_steps(recommended: np.ndarray, max_points: int) -> np.ndarray:
     even = np.linspace(0, n_rows - 1, min(max_points, n_rows)).round().astype(np.int64)
     changes = np.flatnonzero(np.diff(recommended)) + 1
     return np.union1d(np.union1d(even, changes), [0, n_rows - 1])
+
+
+@contextlib.contextmanager
+def _no_weave_suggestion() -> Iterator[None]:
+    """Keep ``wandb.init`` from printing its three-line advert for W&B Weave.
+
+    W&B suggests Weave whenever an LLM client (``openai``) has been imported, and the
+    live tasks import one; a run logged here traces no LLM call.  Weave is turned off
+    (``WANDB_DISABLE_WEAVE``) only while the run starts, and only if the user has not
+    imported ``weave`` nor set the variable: then wandb would do nothing but print.
+    """
+    if "weave" in sys.modules or WEAVE_SWITCH in os.environ:
+        yield
+        return
+    os.environ[WEAVE_SWITCH] = "true"
+    try:
+        yield
+    finally:
+        os.environ.pop(WEAVE_SWITCH, None)
 
 
 class RunLogger(Protocol):
@@ -83,16 +107,17 @@ class WandbLogger:
         import wandb
 
         settings = wandb.Settings(silent=True, init_timeout=self.init_timeout, x_disable_stats=True)
-        return wandb.init(
-            project=self.project,
-            entity=self.entity,
-            mode=mode,
-            dir=str(directory),
-            tags=self.tags,
-            reinit="create_new",
-            settings=settings,
-            **kwargs,
-        )
+        with _no_weave_suggestion():
+            return wandb.init(
+                project=self.project,
+                entity=self.entity,
+                mode=mode,
+                dir=str(directory),
+                tags=self.tags,
+                reinit="create_new",
+                settings=settings,
+                **kwargs,
+            )
 
     def start_run(self, directory: Path, **kwargs: Any):
         """A W&B run in ``directory`` (``kwargs`` go to ``wandb.init``), offline if the server is unreachable."""

@@ -117,7 +117,8 @@ def simulate(
     The budget is ``budget_fraction`` of the exhaustive cost ``N * sum_k c_k``; it
     is checked after each batch, so the last batch may cross it.  The run goes on
     past the policy's stopping signal and records the cost at which it fired.  It
-    ends early only if the policy has nothing left to request.
+    ends early only if the policy has nothing left to request.  A benchmark of one arm
+    is refused: there is nothing to compare.
 
     Args:
         benchmark: the complete response matrix.
@@ -136,6 +137,11 @@ def simulate(
     budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
     scores = benchmark.scores
     n_arms, n_examples = scores.shape
+    if n_arms < 2:
+        # One arm is its own recommendation at zero regret: the run would measure nothing.
+        raise ValueError(
+            f"benchmark {benchmark.name!r} has one arm: there is nothing to compare; give a matrix of two arms or more"
+        )
     problem = EvaluationProblem(
         n_examples=n_examples,
         costs=costs,

@@ -27,6 +27,7 @@ from gittinseval.cli.simulate import CONFIG_DIR, expand_subject_sweep
 from gittinseval.data import Benchmark, mmlu_subjects
 from gittinseval.sim.experiment import run_experiment
 from gittinseval.sim.loggers import NullLogger, WandbLogger
+from gittinseval.utils.errors import UsageError
 
 GROUPS = {
     group: sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
@@ -81,7 +82,7 @@ def test_subject_all_expands_to_a_sweep_of_57_subjects():
     assert argv[0] == "-m" and argv[2] == "seed=0,1"
     assert argv[1].split("=")[1].split(",") == mmlu_subjects()
     assert expand_subject_sweep(["seed=1"]) == ["seed=1"]
-    with pytest.raises(SystemExit, match="add -m"):
+    with pytest.raises(UsageError, match="add -m"):
         expand_subject_sweep(["benchmark.subject=all"])
 
 

@@ -1,6 +1,7 @@
 """The generic matrix and cost readers (gittinseval/data/matrix.py)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -124,3 +125,19 @@ def test_a_non_numeric_cell_names_its_row_and_column(tmp_path):
     path.write_text("arm,q1,q2,q3\narm0,1,0,1\narm1,0,NA,1\n")
     with pytest.raises(ValueError, match=r"line 3, arm 1 \(arm1\), column 'q2': 'NA' is not a number"):
         read_matrix(path)
+
+
+@pytest.mark.parametrize(
+    "name, content, problem",
+    [
+        ("truncated.json", b"[1, 2,", "cannot read the costs \\(Expecting value"),
+        ("words.json", b'{"costs": [1, "cheap"]}', "the costs must be numbers, one per arm"),
+        ("ragged.json", b"[[1, 2], [3]]", "the costs must be numbers, one per arm"),
+        ("junk.npy", b"not a numpy file", "cannot read the costs"),
+    ],
+)
+def test_a_malformed_cost_file_is_named(tmp_path, name, content, problem):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / name))}: {problem}") as raised:
+        read_costs(tmp_path / name)
+    assert "\n" not in str(raised.value)

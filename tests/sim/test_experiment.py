@@ -125,7 +125,7 @@ def test_sweeps_run_at_the_same_time_into_one_folder_count_their_own_runs(tmp_pa
     assert 0 < finished_by_first < 100, first_output
     assert "sweep progress: 100 of 100 runs finished (100%)" in first_output, first_output
     assert "sweep progress: 2 of 2 runs finished (100%)" in second.stderr + second.stdout, second.stderr
-    assert "Skipped 1 runs finished earlier with the same config; ran 1." in second.stdout
+    assert "Skipped 1 run finished earlier with the same config; ran 1." in second.stdout
     assert "Skipped" not in first_output
     assert [p.name for p in sweep.glob(".sweep_*.*")] == []  # each sweep removes its own progress files
 

@@ -1,9 +1,14 @@
-"""W&B logging: curve thinning and the offline fallback when the server is unreachable."""
+"""W&B logging: curve thinning, the offline fallback when the server is unreachable, and no noise."""
+
+import os
+import sys
+import types
 
 import numpy as np
+import pytest
 
 from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, simulate
-from gittinseval.sim.loggers import WandbLogger, logged_steps
+from gittinseval.sim.loggers import WEAVE_SWITCH, WandbLogger, logged_steps
 
 
 def test_logged_steps_keep_every_recommendation_change_and_both_ends():
@@ -24,3 +29,52 @@ def test_unreachable_server_falls_back_to_offline(tmp_path, monkeypatch):
     result = simulate(benchmark, GittinsPolicy(batch_size=4), np.ones(4), GaussianPrior(), seed=0)
     WandbLogger(mode="online", init_timeout=3).log_run(result, {"seed": 0}, tmp_path, name="x")
     assert len(list((tmp_path / "wandb").glob("offline-run-*"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("imported", "user_setting", "during_init"),
+    [
+        ("openai", None, "true"),  # the simulator traces no LLM call: no advert for W&B Weave
+        ("weave", None, None),  # a user who imported weave keeps W&B's Weave integration
+        ("openai", "false", "false"),  # and so does one who asks for it
+    ],
+)
+def test_wandb_advertises_no_weave_unless_asked(tmp_path, monkeypatch, capsys, imported, user_setting, during_init):
+    import wandb
+    from wandb.integration import weave
+
+    monkeypatch.setitem(sys.modules, imported, types.ModuleType(imported))
+    if user_setting is None:
+        monkeypatch.delenv(WEAVE_SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(WEAVE_SWITCH, user_setting)
+    seen = []
+
+    def init(**kwargs):
+        seen.append(os.environ.get(WEAVE_SWITCH))
+        if imported == "openai":
+            weave.init_weave_if_imported(kwargs["entity"], kwargs["project"])  # what wandb.init does last
+        return "run"
+
+    monkeypatch.setattr(wandb, "init", init)
+    assert WandbLogger(mode="offline").start_run(tmp_path) == "run"
+    assert seen == [during_init]
+    assert os.environ.get(WEAVE_SWITCH) == user_setting  # set only while the run starts
+    if during_init == "true":
+        assert "Weave" not in capsys.readouterr().err
+
+
+def test_the_sweep_summary_names_wandb_runs_only_if_there_are_some(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from gittinseval.results.callbacks import PlotSweep
+
+    benchmark = Benchmark("toy", np.random.default_rng(0).uniform(size=(4, 12)))
+    simulate(benchmark, GittinsPolicy(batch_size=4), np.ones(4), GaussianPrior(), seed=0).save(tmp_path / "seed=0")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "results_store": None})
+    PlotSweep().on_multirun_end(config)  # a sweep with logger=none
+    assert "W&B" not in capsys.readouterr().out
+    (tmp_path / "seed=0" / "wandb" / "offline-run-1").mkdir(parents=True)
+    PlotSweep().on_multirun_end(config)
+    out = capsys.readouterr().out
+    assert "(trace.csv.gz, summary.json, W&B offline runs)" in out and "Upload the offline W&B runs" in out

@@ -207,3 +207,10 @@ def test_costs_must_be_positive(benchmark):
     costs[4] = 0.0
     with pytest.raises(ValueError, match="costs must be positive and finite; bad arms \\[4\\]"):
         run(benchmark, costs=costs)
+
+
+def test_a_one_arm_benchmark_is_refused():
+    # The live CLI refuses one arm too: one arm is its own recommendation, at zero regret.
+    one_arm = Benchmark("mine", np.ones((1, 20)))
+    with pytest.raises(ValueError, match="benchmark 'mine' has one arm: there is nothing to compare"):
+        run(one_arm)

@@ -175,8 +175,9 @@ def test_completed_arms_with_equal_sums_stay_tied_for_the_priority_to_decide():
     assert policy.recommend() == arm
 
 
-@pytest.mark.parametrize("shape", [(1, 12), (9, 1)])
-def test_a_single_arm_or_a_single_example_runs_to_the_budget(shape):
+# The thinnest matrices a run accepts: two arms (one arm is refused, there is nothing to compare), one example.
+@pytest.mark.parametrize("shape", [(2, 12), (9, 1)])
+def test_two_arms_or_a_single_example_run_to_the_budget(shape):
     scores = np.random.default_rng(3).uniform(size=shape)
     batch_size = min(2, shape[1])
     bench = Benchmark("lrf-thin", scores, prices=np.ones(shape[0]), default_batch_size=batch_size)
