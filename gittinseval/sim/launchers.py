@@ -1,19 +1,20 @@
-"""Hydra launcher plugins as optional extras: one-line errors for a missing plugin or a Ray
-cluster the plugin cannot join, and a bounded check of a running Ray cluster before a sweep
-writes anything."""
+"""Hydra launcher plugins as optional extras: usage errors for a missing plugin or a Ray cluster
+the plugin cannot join, and checks, before a sweep writes anything, that Slurm is there for a
+Slurm launcher and that a running Ray cluster answers in bounded time."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from importlib import import_module
 from pathlib import Path
-from typing import Any
 
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["LAUNCHER_EXTRAS", "RayClusterCheck", "check_launcher"]
+from gittinseval.utils.errors import UsageError
+
+__all__ = ["LAUNCHER_EXTRAS", "SLURM_LAUNCHER", "check_launcher", "check_ray_cluster", "check_slurm"]
 
 # `hydra/launcher=` option -> (the plugin package it needs, the extra that installs it).
 LAUNCHER_EXTRAS = {
@@ -23,6 +24,8 @@ LAUNCHER_EXTRAS = {
     "ray": ("hydra_plugins.hydra_ray_launcher", "ray"),
     "ray_cluster": ("hydra_plugins.hydra_ray_launcher", "ray"),
 }
+# The `_target_` of hydra-submitit-launcher's Slurm launcher (configs `slurm` and `submitit_slurm`).
+SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
 RAY_ADDRESS_KEY = "hydra.launcher.ray.init.address"
 
 
@@ -35,7 +38,7 @@ def _importable(module: str) -> bool:
 
 
 def check_launcher(argv: list[str]) -> None:
-    """Exit with one line if ``hydra/launcher=<name>`` in ``argv`` cannot work.
+    """Raise a :class:`~gittinseval.utils.errors.UsageError` if ``hydra/launcher=<name>`` in ``argv`` cannot work.
 
     A missing plugin names the extra that installs it (Hydra itself reports a missing
     config or target over many lines).  The plugin's ``ray`` config with a cluster address
@@ -48,19 +51,30 @@ def check_launcher(argv: list[str]) -> None:
         return
     plugin, extra = LAUNCHER_EXTRAS[name]
     if not _importable(plugin):
-        raise SystemExit(
+        raise UsageError(
             f"hydra/launcher={name} needs the {plugin.split('.')[-1]} plugin: pip install 'gittinseval[{extra}]' "
             f"(in a clone: pip install -e '.[{extra}]')"
         )
     if name == "ray" and (options.get(RAY_ADDRESS_KEY) or os.environ.get("RAY_ADDRESS")):
-        raise SystemExit(
+        raise UsageError(
             "hydra/launcher=ray starts a local Ray cluster; for a running one use hydra/launcher=ray_cluster "
             f"(with {RAY_ADDRESS_KEY}=host:port or RAY_ADDRESS)"
         )
 
 
-class RayClusterCheck(Callback):
-    """Before a sweep on a running Ray cluster starts, fail with one line if it cannot work.
+def check_slurm(config: DictConfig) -> None:
+    """Raise a :class:`~gittinseval.utils.errors.UsageError` if the sweep's launcher submits to Slurm and
+    ``srun`` is not on the ``PATH`` (submitit would fail with a traceback once the sweep folder is made)."""
+    if config.hydra.launcher.get("_target_") == SLURM_LAUNCHER and shutil.which("srun") is None:
+        choice = config.hydra.runtime.choices.get("hydra/launcher")
+        raise UsageError(
+            f"hydra/launcher={choice} submits to Slurm, but srun is not on the PATH: run on a node of the cluster, "
+            "or use hydra/launcher=submitit_local (or joblib) on this machine"
+        )
+
+
+def check_ray_cluster(config: DictConfig, timeout: float) -> None:
+    """Raise a :class:`~gittinseval.utils.errors.UsageError` if a sweep on a running Ray cluster cannot work.
 
     - The address (``hydra.launcher.ray.init.address``, e.g. ``host:port`` or
       ``ray://host:port``) must accept a TCP connection within ``timeout`` seconds:
@@ -69,29 +83,22 @@ class RayClusterCheck(Callback):
       there is none.
     - ``hydra.sweep.dir`` must be absolute: Ray workers resolve a relative one in the
       directory where ``ray start`` ran, not where the sweep was launched.
-
-    Both run before the sweep directory is created, so a refused sweep writes nothing.
     """
-
-    def __init__(self, timeout: float = 10.0) -> None:
-        self.timeout = float(timeout)
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        address = str(config.hydra.launcher.ray.init.address)
-        if address != "auto":
-            host, _, port = address.removeprefix("ray://").rpartition(":")
-            if not host or not port.isdigit():
-                raise SystemExit(f"{RAY_ADDRESS_KEY}={address!r} is not host:port, ray://host:port or auto")
-            try:
-                socket.create_connection((host, int(port)), timeout=self.timeout).close()
-            except OSError as error:
-                raise SystemExit(
-                    f"Ray cluster at {address} cannot be reached ({error}); nothing was run. "
-                    f"Start it with `ray start --head` or fix {RAY_ADDRESS_KEY}"
-                ) from None
-        sweep_dir = str(config.hydra.sweep.dir)
-        if not Path(sweep_dir).is_absolute():
-            raise SystemExit(
-                f"hydra.sweep.dir={sweep_dir} is relative, and Ray workers would write it under the directory where "
-                "`ray start` ran: give an absolute path (shared by all nodes), e.g. hydra.sweep.dir=$PWD/outputs/ray"
-            )
+    address = str(config.hydra.launcher.ray.init.address)
+    if address != "auto":
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        if not host or not port.isdigit():
+            raise UsageError(f"{RAY_ADDRESS_KEY}={address!r} is not host:port, ray://host:port or auto")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except OSError as error:
+            raise UsageError(
+                f"Ray cluster at {address} cannot be reached ({error}); nothing was run. "
+                f"Start it with `ray start --head` or fix {RAY_ADDRESS_KEY}"
+            ) from None
+    sweep_dir = str(config.hydra.sweep.dir)
+    if not Path(sweep_dir).is_absolute():
+        raise UsageError(
+            f"hydra.sweep.dir={sweep_dir} is relative, and Ray workers would write it under the directory where "
+            "`ray start` ran: give an absolute path (shared by all nodes), e.g. hydra.sweep.dir=$PWD/outputs/ray"
+        )

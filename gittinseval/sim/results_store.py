@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock
 
 from gittinseval.sim.simulator import REPORT_PERCENTS, RunResult, regret_at
+from gittinseval.utils.text import count
 
 __all__ = [
     "LOG_GRID_FLOOR",
@@ -44,6 +45,7 @@ __all__ = [
     "load_rows",
     "read_store",
     "run_grid",
+    "stored_digests",
     "stored_run",
 ]
 
@@ -211,17 +213,26 @@ def _table(rows: list[RunRow]) -> pa.Table:
     return pa.table(columns, metadata=metadata)
 
 
+def _read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """The table of the store at ``path`` (only ``columns``, if given); a file that is not a store is refused."""
+    try:
+        # One open file: an export that replaces the store meanwhile cannot mix two versions
+        # (pyarrow reading by path may open it again after the footer).
+        with open(path, "rb") as file:
+            table = pq.read_table(file, columns=columns)
+    except pa.ArrowException as error:
+        reason = str(error).strip().splitlines()[0].rstrip(".")
+        message = f"{path} is not a readable results store (a corrupt or truncated Parquet file: {reason})"
+        raise ValueError(message) from None
+    if (table.schema.metadata or {}).get(FORMAT_KEY) != FORMAT_VERSION.encode():
+        raise ValueError(f"{path} is not a GittinsEval results store (format {FORMAT_VERSION})")
+    return table
+
+
 def read_store(path: str | Path) -> list[RunRow]:
     """Every row of the store at ``path``, in the order they were exported."""
-    path = Path(path)
-    # One open file: an export that replaces the store meanwhile cannot mix two versions
-    # (pyarrow reading by path may open it again after the footer).
-    with open(path, "rb") as file:
-        table = pq.read_table(file)
-    metadata = table.schema.metadata or {}
-    if metadata.get(FORMAT_KEY) != FORMAT_VERSION.encode():
-        raise ValueError(f"{path} is not a GittinsEval results store (format {FORMAT_VERSION})")
-    json_columns = set(json.loads(metadata[JSON_COLUMNS_KEY]))
+    table = _read_table(Path(path))
+    json_columns = set(json.loads(table.schema.metadata[JSON_COLUMNS_KEY]))
     names = [name for name in table.column_names if not name.startswith(CURVE_PREFIX)]
     fields = {}
     for name in names:
@@ -271,8 +282,8 @@ def export_rows(rows: Iterable[RunRow], store: str | Path) -> tuple[int, int]:
     if undigested:
         first = undigested[0].summary
         raise ValueError(
-            f"{len(undigested)} runs have no config_digest (saved by an older version; the first: "
-            f"{first.get('label')} on {first.get('benchmark')}, seed {first.get('seed')}): they cannot be stored"
+            f"{count(len(undigested), 'run')} without a config_digest cannot be stored (saved by an older version; "
+            f"the first: {first.get('label')} on {first.get('benchmark')}, seed {first.get('seed')})"
         )
     store.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{store}.lock"):
@@ -294,10 +305,25 @@ def export(sources: Iterable[str | Path], store: str | Path) -> tuple[int, int]:
     return export_rows((row for source in sources for row in load_rows(source)), store)
 
 
+def _file_version(path: Path) -> tuple[str, int, int, int] | None:
+    """``path`` resolved, with the inode, mtime and size of the file there (``None`` if there is none)."""
+    try:
+        version = path.stat()
+    except FileNotFoundError:
+        return None
+    return str(path.resolve()), version.st_ino, version.st_mtime_ns, version.st_size
+
+
 @functools.lru_cache(maxsize=4)
 def _store_index(path: str, inode: int, mtime_ns: int, size: int) -> dict[str, RunRow]:
     """The rows of a store by config digest; cached per version of the file (its inode, mtime and size)."""
     return {row.summary["config_digest"]: row for row in read_store(path)}
+
+
+@functools.lru_cache(maxsize=4)
+def _store_digests(path: str, inode: int, mtime_ns: int, size: int) -> frozenset[str]:
+    """The config digests of a store, read from that column alone; cached per version of the file."""
+    return frozenset(_read_table(Path(path), ["config_digest"]).column("config_digest").to_pylist())
 
 
 def stored_run(store: str | Path, digest: str) -> RunRow | None:
@@ -307,8 +333,17 @@ def stored_run(store: str | Path, digest: str) -> RunRow | None:
     """
     path = Path(store)
     _check_store_path(path)
-    try:
-        version = path.stat()
-    except FileNotFoundError:
-        return None
-    return _store_index(str(path.resolve()), version.st_ino, version.st_mtime_ns, version.st_size).get(digest)
+    version = _file_version(path)
+    return None if version is None else _store_index(*version).get(digest)
+
+
+def stored_digests(store: str | Path) -> frozenset[str]:
+    """The config digests of the runs in ``store`` (none if there is no store yet).
+
+    Reads only the digest column (a sweep asks before it launches anything), once per
+    process and again only when the file changes.
+    """
+    path = Path(store)
+    _check_store_path(path)
+    version = _file_version(path)
+    return frozenset() if version is None else _store_digests(*version)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gittinseval.cli.configs import search_path_dirs
+from gittinseval.cli.simulate import main
 
 OUTSIDE_POLICY = '''
 import numpy as np
@@ -103,3 +104,13 @@ def test_search_path_dirs_reads_file_and_pkg_entries():
     assert [str(path) for path in folders[:2]] == ["/tmp/a", "rel"]
     assert folders[2].is_dir() and folders[2].name == "live" and folders[2].parent.name == "gittinseval"
     assert search_path_dirs(["seed=1"]) == [] and search_path_dirs(["hydra.searchpath=[unclosed"]) == []
+
+
+def test_all_subjects_without_multirun_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["gittinseval", "benchmark.subject=all", "logger=none"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "gittinseval: error: benchmark.subject=all sweeps the 57 MMLU subjects: add -m (multirun)\n"
+    )

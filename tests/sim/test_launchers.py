@@ -1,5 +1,6 @@
 """Hydra launchers: submitit_local and a local Ray cluster give the basic launcher's runs, each
-with a finished W&B run; missing plugins and unreachable Ray clusters fail in one line."""
+with a finished W&B run; missing plugins, Slurm launchers without Slurm and unreachable Ray
+clusters fail in one line."""
 
 import json
 import os
@@ -17,8 +18,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from wandb.proto import wandb_internal_pb2
 
-from gittinseval.cli.simulate import CONFIG_DIR, main
-from gittinseval.sim.launchers import LAUNCHER_EXTRAS, RayClusterCheck, check_launcher
+from gittinseval.cli.simulate import CONFIG_DIR, RayClusterCheck, main
+from gittinseval.sim.launchers import LAUNCHER_EXTRAS, check_launcher, check_ray_cluster, check_slurm
+from gittinseval.utils.errors import UsageError
 
 SEEDS = (0, 1)
 
@@ -144,9 +146,10 @@ def test_missing_launcher_plugin_names_the_extra(launcher, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["gittinseval", "-m", "seed=0,1", f"hydra/launcher={launcher}"])
     with pytest.raises(SystemExit) as exit_info:
         main()
-    message = str(exit_info.value.code)
-    assert "\n" not in message and f"pip install 'gittinseval[{extra}]'" in message
-    assert f"hydra/launcher={launcher}" in message
+    assert exit_info.value.code == 2
+    (message,) = capsys.readouterr().err.splitlines()
+    assert message.startswith(f"gittinseval: error: hydra/launcher={launcher} needs the")
+    assert f"pip install 'gittinseval[{extra}]'" in message
 
 
 def test_installed_launchers_and_other_arguments_pass_the_check(monkeypatch):
@@ -158,10 +161,10 @@ def test_installed_launchers_and_other_arguments_pass_the_check(monkeypatch):
 
 def test_the_local_ray_launcher_with_a_cluster_address_points_to_ray_cluster(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    with pytest.raises(SystemExit, match="use hydra/launcher=ray_cluster"):
+    with pytest.raises(UsageError, match="use hydra/launcher=ray_cluster"):
         check_launcher(["-m", "hydra/launcher=ray", "hydra.launcher.ray.init.address=127.0.0.1:6379"])
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
-    with pytest.raises(SystemExit, match="use hydra/launcher=ray_cluster"):
+    with pytest.raises(UsageError, match="use hydra/launcher=ray_cluster"):
         check_launcher(["-m", "hydra/launcher=ray"])
 
 
@@ -179,8 +182,10 @@ def test_unreachable_ray_cluster_fails_fast_and_writes_nothing(scores_path, tmp_
     completed = run_sweep(sweep, scores_path, "logger=none", "hydra/launcher=ray_cluster",
                           f"hydra.launcher.ray.init.address={address}")
     assert time.monotonic() - started < 60  # Ray alone would retry for ever
-    assert completed.returncode == 1
-    assert completed.stderr.strip().splitlines()[-1].startswith(f"Ray cluster at {address} cannot be reached")
+    assert completed.returncode == 2
+    assert completed.stderr.strip().splitlines()[-1].startswith(
+        f"gittinseval: error: Ray cluster at {address} cannot be reached"
+    )
     assert not sweep.exists()
 
 
@@ -189,17 +194,23 @@ def ray_cluster_config(address, sweep_dir):
                                        "sweep": {"dir": str(sweep_dir)}}})
 
 
-def test_ray_cluster_check_bounds_the_wait_and_needs_an_absolute_sweep_dir(tmp_path):
-    check = RayClusterCheck(timeout=2)
+def test_ray_cluster_check_bounds_the_wait_and_needs_an_absolute_sweep_dir(tmp_path, capsys):
     with socket.create_server(("127.0.0.1", 0), backlog=8) as listener:
         host, port = listener.getsockname()
         address = f"{host}:{port}"
-        check.on_multirun_start(ray_cluster_config(address, tmp_path))
-        check.on_multirun_start(ray_cluster_config(f"ray://{address}", tmp_path))
-        with pytest.raises(SystemExit, match="hydra.sweep.dir=outputs/x is relative"):
-            check.on_multirun_start(ray_cluster_config(address, "outputs/x"))
-    with pytest.raises(SystemExit, match="is not host:port, ray://host:port or auto"):
-        check.on_multirun_start(ray_cluster_config("localhost", tmp_path))
+        check_ray_cluster(ray_cluster_config(address, tmp_path), timeout=2)
+        check_ray_cluster(ray_cluster_config(f"ray://{address}", tmp_path), timeout=2)
+        with pytest.raises(UsageError, match="hydra.sweep.dir=outputs/x is relative"):
+            check_ray_cluster(ray_cluster_config(address, "outputs/x"), timeout=2)
+    with pytest.raises(UsageError, match="is not host:port, ray://host:port or auto"):
+        check_ray_cluster(ray_cluster_config("localhost", tmp_path), timeout=2)
+    # The callback stops the sweep itself: Hydra would make a warning of an exception.
+    with pytest.raises(SystemExit) as exit_info:
+        RayClusterCheck(timeout=2).on_multirun_start(ray_cluster_config("localhost", tmp_path))
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "gittinseval: error: hydra.launcher.ray.init.address='localhost' is not host:port, ray://host:port or auto\n"
+    )
 
 
 def test_ray_cluster_check_gives_up_on_an_unanswering_address_after_its_timeout(tmp_path):
@@ -213,8 +224,8 @@ def test_ray_cluster_check_gives_up_on_an_unanswering_address_after_its_timeout(
             connection.connect_ex((host, port))
         time.sleep(0.2)
         started = time.monotonic()
-        with pytest.raises(SystemExit, match=f"Ray cluster at {host}:{port} cannot be reached"):
-            RayClusterCheck(timeout=2).on_multirun_start(ray_cluster_config(f"{host}:{port}", tmp_path))
+        with pytest.raises(UsageError, match=f"Ray cluster at {host}:{port} cannot be reached"):
+            check_ray_cluster(ray_cluster_config(f"{host}:{port}", tmp_path), timeout=2)
         assert 1.5 < time.monotonic() - started < 5
         for connection in pending:
             connection.close()
@@ -223,6 +234,40 @@ def test_ray_cluster_check_gives_up_on_an_unanswering_address_after_its_timeout(
 def compose_hydra(*overrides):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def fake_srun(folder):
+    """A folder holding an executable ``srun``, to put on the PATH."""
+    folder.mkdir()
+    (folder / "srun").write_text("#!/bin/sh\n")
+    (folder / "srun").chmod(0o755)
+    return str(folder)
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "submitit_slurm"])
+def test_a_slurm_launcher_needs_slurm(launcher, tmp_path, monkeypatch):
+    config = compose_hydra(f"hydra/launcher={launcher}")
+    monkeypatch.setenv("PATH", fake_srun(tmp_path / "slurm"))
+    check_slurm(config)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match=f"^hydra/launcher={launcher} submits to Slurm, but srun is not on the PATH"):
+        check_slurm(config)
+    check_slurm(compose_hydra("hydra/launcher=submitit_local"))  # submitit on this machine needs no Slurm
+
+
+def test_a_slurm_sweep_without_slurm_stops_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    sweep, tools = tmp_path / "sweep", tmp_path / "bin"
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git"))  # the commit of the code is still read, srun is not there
+    monkeypatch.setenv("PATH", str(tools))
+    argv = ["gittinseval", "-m", "seed=0,1", "logger=none", "hydra/launcher=slurm", f"hydra.sweep.dir={sweep}"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    (message,) = capsys.readouterr().err.splitlines()
+    assert message.startswith("gittinseval: error: hydra/launcher=slurm submits to Slurm, but srun is not on the PATH")
+    assert not sweep.exists()
 
 
 def test_slurm_launcher_config_exposes_the_cluster_settings():
@@ -239,7 +284,7 @@ def test_ray_cluster_launcher_config_joins_a_running_cluster(monkeypatch):
     assert hydra_cfg.launcher._target_ == "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"
     assert hydra_cfg.launcher.ray.init.address == "auto"
     assert hydra_cfg.launcher.ray.init.object_store_memory is None  # see check_launcher
-    assert hydra_cfg.callbacks.ray_cluster_check._target_ == "gittinseval.sim.launchers.RayClusterCheck"
+    assert hydra_cfg.callbacks.ray_cluster_check._target_ == "gittinseval.cli.simulate.RayClusterCheck"
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert compose_hydra("hydra/launcher=ray_cluster").hydra.launcher.ray.init.address == "127.0.0.1:6379"
 

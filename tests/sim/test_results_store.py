@@ -124,7 +124,7 @@ def test_the_report_from_the_store_equals_the_report_from_the_sweep_folders(swee
 def test_the_store_command_exports_and_the_report_command_reads_a_store(sweeps, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     store_main(["export", str(sweeps[1]), "--to", "docs/results/gsm8k.parquet"])
-    assert "docs/results/gsm8k.parquet: added 4 runs, 0 were stored already" in capsys.readouterr().out
+    assert "docs/results/gsm8k.parquet: added 4 runs, 0 stored already" in capsys.readouterr().out
     report_main(["docs/results/gsm8k.parquet"])
     assert "### gsm8k_standin (aware cost) [stand-in data]" in capsys.readouterr().out
     assert (tmp_path / "outputs" / "report" / "gsm8k" / "overview.md").is_file()  # not beside the store
@@ -136,10 +136,36 @@ def test_the_store_command_exports_and_the_report_command_reads_a_store(sweeps, 
     assert "no results store at missing.parquet" in capsys.readouterr().err
 
 
+def test_an_export_holding_two_runs_of_one_config_stores_the_first(sweeps, tmp_path):
+    """Two copies of one run (e.g. a sweep folder and its copy, exported together) are one run."""
+    first, other = (RunRow.of(run) for run in find_runs(sweeps[1])[:2])
+    twin = RunRow.of(find_runs(sweeps[1])[0])
+    twin.summary["wall_time_s"] = -1.0  # told apart from the first, with the same config digest
+    path = tmp_path / "store.parquet"
+    assert export_rows([first, twin, other], path) == (2, 1)
+    stored = read_store(path)
+    assert [row.summary["config_digest"] for row in stored] == [first.summary["config_digest"],
+                                                                other.summary["config_digest"]]
+    assert stored[0].summary["wall_time_s"] == first.summary["wall_time_s"]
+
+
+def test_a_corrupt_store_is_refused_in_one_line_naming_the_file(tmp_path):
+    for content in (b"", b"PAR1 and nothing else", b"x" * 100):
+        path = tmp_path / "store.parquet"
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=f"^{path} is not a readable results store \\(a corrupt or truncated "
+                                             "Parquet file: ") as error:
+            read_store(path)
+        assert "\n" not in str(error.value)
+        store_module._store_index.cache_clear()
+        with pytest.raises(ValueError, match=f"^{path} is not a readable results store"):
+            stored_run(path, "0" * 64)
+
+
 def test_a_run_without_a_config_digest_is_not_stored(sweeps, tmp_path):
     run = find_runs(sweeps[1])[0]
     del run.summary["config_digest"]
-    with pytest.raises(ValueError, match="1 runs have no config_digest"):
+    with pytest.raises(ValueError, match="1 run without a config_digest cannot be stored"):
         export_rows([RunRow.of(run)], tmp_path / "store.parquet")
     assert not (tmp_path / "store.parquet").exists()
 
@@ -230,6 +256,13 @@ def test_a_rerun_sweep_skips_the_runs_of_its_store_and_counts_them(sweeps, store
                    "seed=0,1,2", "budget=0.02", f"results_store={stored}")
     assert "Skipped 2 runs finished earlier with the same config; ran 1." in result.stdout
     assert "sweep progress: 3 of 3 runs finished" in result.stderr + result.stdout
+    # The stored runs were left out before anything was launched, as the first lines say.
+    log = (result.stdout + result.stderr).splitlines()
+    checking = next(i for i, line in enumerate(log) if f"Checking 3 jobs for runs stored in {stored} or " in line)
+    launched = [line.split(" : ")[1] for line in log if " : " in line and "] \t#" in line]
+    assert launched == [f"benchmark.subject=abstract_algebra method=ucbe cost=unit seed=2 budget=0.02 "
+                        f"results_store={stored} logger=none"]
+    assert checking < next(i for i, line in enumerate(log) if "Launching 1 jobs" in line)
     (ran,) = (tmp_path / "rerun").rglob("summary.json")
     assert json.loads(ran.read_text())["seed"] == 2
     assert f"gittinseval-store export {tmp_path / 'rerun'} --to {stored}" in result.stdout

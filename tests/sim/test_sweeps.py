@@ -1,0 +1,221 @@
+"""Finished runs found before a sweep launches anything: the job configs composed per choice of config files
+equal Hydra's, a run is skipped only if its digest is stored or finished, and the sweeper launches the others
+in growing batches."""
+
+import importlib
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
+from hydra.errors import HydraException
+from omegaconf import OmegaConf, open_dict, read_write
+
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.sim.experiment import config_digest
+from gittinseval.sim.results_store import RunRow, export_rows
+from gittinseval.sim.simulator import RunResult
+from gittinseval.sim.sweeps import FinishedRuns, JobConfigs
+
+SLURM = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+
+
+@pytest.fixture
+def hydra_loader():
+    """Hydra's config loader, as the sweeper gets it, and a function composing a sweep's config."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+
+        def sweep_config(*overrides, sweep_dir=None):
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+            if sweep_dir is not None:
+                with open_dict(cfg):
+                    cfg.hydra.sweep.dir = str(sweep_dir)
+            return cfg
+
+        yield GlobalHydra.instance().config_loader(), sweep_config
+
+
+@pytest.fixture(scope="module")
+def skip_finished():
+    """The sweeper's module, imported after Hydra's plugin scan (which runs every plugin module again)."""
+    Plugins.instance()
+    return importlib.import_module("hydra_plugins.gittinseval_sweeper.skip_finished")
+
+
+def jobs(*axes: str) -> list[list[str]]:
+    """The override lists of the jobs of a sweep over ``axes`` (``key=a,b``), in the basic sweeper's order."""
+    parsed = OverridesParser.create().parse_overrides(list(axes))
+    return [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+
+
+def hydra_job_config(loader, sweep_config, job):
+    """The job's config as Hydra composes it for the job, without the ``hydra`` node."""
+    cfg = loader.load_sweep_config(sweep_config, job)
+    with read_write(cfg), open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def counting_compositions(loader, monkeypatch):
+    """The number of configs ``loader`` composes from now on, in a list of one."""
+    composed = [0]
+    compose_config = loader.load_sweep_config
+
+    def load_sweep_config(master_config, overrides):
+        composed[0] += 1
+        return compose_config(master_config, overrides)
+
+    monkeypatch.setattr(loader, "load_sweep_config", load_sweep_config)
+    return composed
+
+
+def test_job_configs_are_the_configs_hydra_composes_once_per_choice_of_config_files(hydra_loader, monkeypatch):
+    loader, sweep_config = hydra_loader
+    master = sweep_config("benchmark.subject=anatomy", "logger=none")
+    sweep = jobs("benchmark.subject=anatomy", "logger=none", "method=gittins_s,ucbe", "budget=0.05,0.1", "seed=0,5")
+    expected = {tuple(job): OmegaConf.to_container(hydra_job_config(loader, master, job), resolve=True)
+                for job in sweep}
+    assert len({json.dumps(config, sort_keys=True) for config in expected.values()}) == 8
+    composed = counting_compositions(loader, monkeypatch)
+    configs = JobConfigs(loader, master)
+    # Jobs in the sweep's order (seed fastest), then in an order where each job changes another setting.
+    for job in [*sweep, *sorted(sweep, key=lambda job: job[::-1])]:
+        assert OmegaConf.to_container(configs.config(job), resolve=True) == expected[tuple(job)], job
+    assert composed[0] == 2  # method=gittins_s and method=ucbe
+
+
+def stored_rows(digests):
+    """Rows of runs with these config digests (their curves do not matter here)."""
+    cost = np.array([0.5, 1.0])
+    trace = {"step": np.arange(1, 3), "arm": np.zeros(2, int), "batch_size": np.full(2, 2), "cost": cost,
+             "cost_pct": cost, "recommended": np.zeros(2, int), "regret": np.array([0.2, 0.0])}
+    return [RunRow.of(RunResult(trace, {"budget_fraction": 0.1, "config_digest": digest})) for digest in digests]
+
+
+def test_only_runs_of_a_stored_or_finished_config_count_as_finished(hydra_loader, tmp_path):
+    """The store holds the unit-cost runs of seeds 0 and 1, the sweep folder a cost-aware run of seed 2."""
+    loader, sweep_config = hydra_loader
+    store = tmp_path / "store.parquet"
+    common = ["benchmark.subject=anatomy", "logger=none", f"results_store={store}"]
+    master = sweep_config(*common, sweep_dir=tmp_path / "sweep")
+    unit = [config_digest(hydra_job_config(loader, master, [*common, "cost=unit", f"seed={s}"])) for s in (0, 1)]
+    export_rows(stored_rows(unit), store)
+    aware_seed_2 = hydra_job_config(loader, master, [*common, "cost=aware", "seed=2"])
+    (tmp_path / "sweep" / "elsewhere").mkdir(parents=True)
+    (tmp_path / "sweep" / "elsewhere" / "summary.json").write_text(json.dumps({"config_digest":
+                                                                               config_digest(aware_seed_2)}))
+    finished = FinishedRuns(loader, master)
+    counts = {tuple(job[-2:]): finished.count(job) for job in jobs(*common, "cost=unit,aware", "seed=0,1,2")}
+    assert counts == {
+        ("cost=unit", "seed=0"): (1, 1), ("cost=unit", "seed=1"): (1, 1), ("cost=unit", "seed=2"): (1, 0),
+        ("cost=aware", "seed=0"): (1, 0), ("cost=aware", "seed=1"): (1, 0), ("cost=aware", "seed=2"): (1, 1),
+    }
+    # A job of trials: finished only if every one of its runs is.
+    assert finished.count([*common, "cost=unit", "seed=0", "trials=2"]) == (2, 2)
+    assert finished.count([*common, "cost=unit", "seed=1", "trials=2"]) == (2, 1)
+
+
+def test_a_corrupt_store_is_named_in_one_line(hydra_loader, tmp_path):
+    loader, sweep_config = hydra_loader
+    store = tmp_path / "store.parquet"
+    store.write_bytes(b"not parquet at all")
+    master = sweep_config("logger=none", f"results_store={store}", sweep_dir=tmp_path / "sweep")
+    with pytest.raises(ValueError, match=f"^{store} is not a readable results store") as error:
+        FinishedRuns(loader, master).count(["logger=none", f"results_store={store}", "seed=1"])
+    assert "\n" not in str(error.value)
+
+
+def test_skipping_a_stored_run_takes_a_millisecond_or_so(hydra_loader, tmp_path, monkeypatch):
+    loader, sweep_config = hydra_loader
+    store = tmp_path / "store.parquet"
+    export_rows(stored_rows(["0" * 64]), store)
+    common = ["benchmark.subject=anatomy", "logger=none", f"results_store={store}"]
+    master = sweep_config(*common, sweep_dir=tmp_path / "sweep")
+    sweep = jobs(*common, "method=gittins_s,ucbe", "seed=range(200)")
+    composed = counting_compositions(loader, monkeypatch)
+    finished = FinishedRuns(loader, master)
+    started = time.perf_counter()
+    assert {finished.count(job) for job in sweep} == {(1, 0)}
+    elapsed = time.perf_counter() - started
+    assert composed[0] == 2
+    # About 2 ms a job here on a busy machine, two compositions included; Hydra composing each job took 300.
+    assert elapsed < 0.010 * len(sweep), elapsed
+
+
+def test_a_mistyped_option_fails_before_the_first_batch_and_known_options_compose_nothing(hydra_loader, monkeypatch):
+    loader, sweep_config = hydra_loader
+    master = sweep_config("logger=none")
+    composed = counting_compositions(loader, monkeypatch)
+    configs = JobConfigs(loader, master)
+    configs.check_options(jobs("logger=none", "experiment=paper/main,main", "method=gittins_s,ucbe", "seed=range(50)"))
+    assert composed[0] == 0
+    with pytest.raises(HydraException, match="Could not find 'method/lfr'"):
+        configs.check_options(jobs("logger=none", "method=gittins_s,lfr", "seed=range(50)"))
+
+
+class FakeFinishedRuns:
+    """Jobs ``seed=<s>`` whose seed is in ``finished`` have their one run finished."""
+
+    sweep_dir = "sweep"
+
+    def __init__(self, finished):
+        self.finished = set(finished)
+
+    def check_options(self, jobs):
+        """Every option exists."""
+
+    def count(self, job):
+        return 1, int(int(job[0].split("=")[1]) in self.finished)
+
+
+def sweeper(module, n_jobs, finished, max_batch_size=50, launcher="hydra_plugins.hydra_joblib_launcher.Joblib"):
+    """The sweeper over ``seed=range(n_jobs)``, set up as Hydra would, with the jobs of ``finished`` finished."""
+    sweeper = module.SkipFinishedSweeper(max_batch_size, launch_at_once=[SLURM])
+    sweeper.config = OmegaConf.create({"hydra": {"launcher": {"_target_": launcher}}, "results_store": None})
+    sweeper.overrides = BasicSweeper.split_arguments(
+        OverridesParser.create().parse_overrides([f"seed=range({n_jobs})"]), max_batch_size
+    )
+    sweeper._finished = FakeFinishedRuns(finished)
+    return sweeper
+
+
+def launched_batches(sweeper):
+    batches = []
+    while not sweeper.is_done():
+        batches.append([int(job[0].split("=")[1]) for job in sweeper.get_job_batch()])
+    return batches
+
+
+def test_the_sweeper_launches_only_jobs_with_a_run_to_do_in_growing_batches(skip_finished, monkeypatch):
+    recorded = []
+    monkeypatch.setattr(skip_finished, "record_runs", lambda sweep_dir, runs, reused: recorded.append((runs, reused)))
+    finished = set(range(30, 1290))
+    batches = launched_batches(sweeper(skip_finished, 1400, finished))
+    assert [len(batch) for batch in batches] == [20, 40, 50, 30]  # doubling from 20 up to max_batch_size=50
+    assert sorted(itertools.chain(*batches)) == sorted(set(range(1400)) - finished)
+    assert batches[1][9:11] == [29, 1290]
+    # The skipped runs are counted in the sweep's progress, at least every thousand.
+    assert recorded == [(1000, 1000), (260, 260)]
+    assert sum(runs for runs, _ in recorded) == len(finished)
+
+
+def test_a_sweep_of_finished_runs_launches_nothing_and_a_slurm_sweep_launches_at_once(skip_finished, monkeypatch):
+    monkeypatch.setattr(skip_finished, "record_runs", lambda *args: None)
+    assert launched_batches(sweeper(skip_finished, 300, range(300))) == []
+    at_once = sweeper(skip_finished, 300, range(100, 200), launcher=SLURM)
+    assert [len(batch) for batch in launched_batches(at_once)] == [200]
+    assert [len(batch) for batch in launched_batches(sweeper(skip_finished, 300, (), max_batch_size=None))] == [300]
+
+
+def test_gittinseval_sweeps_with_the_skipping_sweeper(skip_finished):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=paper/mmlu_buckets"], return_hydra_config=True)
+    assert cfg.hydra.sweeper._target_ == f"{skip_finished.__name__}.SkipFinishedSweeper"
+    assert cfg.hydra.sweeper.max_batch_size == 1000 and SLURM in cfg.hydra.sweeper.launch_at_once
+    assert cfg.hydra.sweeper.params.seed == "range(20)"
