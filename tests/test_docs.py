@@ -53,7 +53,8 @@ from gittinseval.live.app import dry_run, run_live
 from gittinseval.sim.launchers import check_launcher
 from tests.conftest import ROOT, code_blocks, page_block, page_files
 
-PAGES = ["README.md", *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md"))]
+PAGES = ["README.md", *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md")),
+         *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs" / "reproduction").glob("*.md"))]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CONSOLE_SCRIPTS = PYPROJECT["project"]["scripts"]
 HYDRA_APPS = {"gittinseval": "config", "gittinseval-live": LIVE_CONFIG_NAME}

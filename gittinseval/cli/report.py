@@ -8,9 +8,9 @@ from pathlib import Path
 
 from gittinseval.results.panels import MMLU_PANELS
 from gittinseval.results.regenerate import regenerate
-from gittinseval.results.report import write_report
+from gittinseval.results.report import FIGURES, write_report
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _default_out(source: Path) -> Path:
@@ -18,7 +18,8 @@ def _default_out(source: Path) -> Path:
     return Path("outputs", "report", source.stem) if source.suffix == ".parquet" else source / "report"
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``gittinseval-report``."""
     parser = argparse.ArgumentParser(
         prog="gittinseval-report",
         description="Figures (PNG) and markdown tables of regret, stopping and wall time for sweeps and results "
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--all", action="store_true",
         help="the SOURCE is a folder of results stores (docs/results): write the report of every store its "
-        "reports.yaml lists into that store's folder (the results pages' tables and figures)",
+        "reports.yaml lists into that store's folder, and the status tables of its paper.yaml (the results "
+        "pages' tables and figures)",
     )
     parser.add_argument(
         "--versus",
@@ -53,6 +55,16 @@ def main(argv: list[str] | None = None) -> None:
         help="also tabulate each method's regret minus LABEL's (e.g. GittinsEval-S), paired by benchmark and "
         "seed; repeat for several",
     )
+    parser.add_argument(
+        "--figures", choices=FIGURES, default="all",
+        help="draw every figure, only the benchmark families' regret figures (no wall-time figures), or none "
+        "(default: %(default)s)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.all:
         try:
@@ -63,11 +75,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     out = Path(args.out) if args.out else _default_out(Path(args.sources[0]))
     try:
-        report = write_report(args.sources, out, args.mmlu_panels, log_cost=not args.linear, versus=tuple(args.versus))
+        report = write_report(args.sources, out, args.mmlu_panels, log_cost=not args.linear,
+                              versus=tuple(args.versus), figures=args.figures)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-report: error: {error}\n")
     print(report.read_text())
-    print(f"wrote {out}/ (report.md, overview.md, one PNG and one table per panel)")
+    print(f"wrote {out}/ (report.md, a table per panel, the stopping, wall-time and overview tables, the figures)")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gittinseval.results.plotting import plot_sweep
+from gittinseval.utils.text import count
 
-__all__ = ["PlotSweep", "sweep_size"]
+__all__ = ["PlotSweep", "record_runs", "sweep_size"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,24 @@ def _done_counts(done_file: Path) -> tuple[int, int]:
     return sum(int(runs) for runs, _ in rows), sum(int(reused) for _, reused in rows)
 
 
+def record_runs(sweep_dir: Path, runs: int, reused: int) -> None:
+    """Count ``runs`` more runs as ended in the progress of the sweep in ``sweep_dir`` (``reused`` of them
+    skipped as finished earlier), and log the progress; nothing outside a multirun that :class:`PlotSweep` follows.
+
+    Called by each job when it ends, and by the sweeper for the jobs it leaves out.
+    """
+    size_file, done_file = _job_progress_files(sweep_dir)
+    if not size_file.is_file():  # a single run, not a multirun
+        return
+    total = int(size_file.read_text())
+    # One short append per job is atomic on a local file opened for appending, so
+    # jobs in parallel processes count without a lock.
+    with open(done_file, "a") as handle:
+        handle.write(f"{runs} {reused}\n")
+    done = _done_counts(done_file)[0]
+    log.info("sweep progress: %d of %s finished (%.0f%%)", done, count(total, "run"), 100 * done / max(total, 1))
+
+
 class PlotSweep(Callback):
     """Around a multirun: progress after every run; at the end, how many runs were
     skipped as finished earlier, the regret figure and where everything is."""
@@ -85,26 +104,20 @@ class PlotSweep(Callback):
             done_file.write_text("")
         finished = len(_finished_runs(sweep_dir))
         if finished:
-            log.info("%s already holds %d finished runs; runs of the same config are skipped", sweep_dir, finished)
+            log.info("%s already holds %s; runs of the same config are skipped", sweep_dir,
+                     count(finished, "finished run"))
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        size_file, done_file = _job_progress_files(Path(config.hydra.sweep.dir))
-        if not size_file.is_file():  # a single run, not a multirun
-            return
-        total = int(size_file.read_text())
         completed = job_return is not None and job_return.status == JobStatus.COMPLETED
         outcome = job_return.return_value if completed else None
         runs, reused = (outcome["runs"], outcome["reused"]) if isinstance(outcome, dict) else (0, 0)
-        # One short append per job is atomic on a local file opened for appending, so
-        # jobs in parallel processes count without a lock.
-        with open(done_file, "a") as handle:
-            handle.write(f"{runs} {reused}\n")
-        done = _done_counts(done_file)[0]
-        log.info("sweep progress: %d of %d runs finished (%.0f%%)", done, total, 100 * done / max(total, 1))
+        record_runs(Path(config.hydra.sweep.dir), runs, reused)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        print(f"\nRuns (trace.csv.gz, summary.json, W&B offline runs): {sweep_dir.resolve()}/*/")
+        offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)  # none with logger=none
+        saved = "trace.csv.gz, summary.json" + (", W&B offline runs" if offline_run is not None else "")
+        print(f"\nRuns ({saved}): {sweep_dir.resolve()}/*/")
         sweep_id = os.environ.pop(SWEEP_ID_VARIABLE, None)
         own_size, own_done = _progress_files(sweep_dir, sweep_id)
         runs, reused = _done_counts(own_done)
@@ -114,7 +127,7 @@ class PlotSweep(Callback):
             own_size.unlink(missing_ok=True)
             own_done.unlink(missing_ok=True)
         if reused:
-            print(f"Skipped {reused} runs finished earlier with the same config; ran {runs - reused}.")
+            print(f"Skipped {count(reused, 'run')} finished earlier with the same config; ran {runs - reused}.")
         store = config.get("results_store")
         if not _finished_runs(sweep_dir):  # e.g. every run was found in the results store
             print("No runs in the sweep folder" + (f"; report the results store: gittinseval-report {store}"
@@ -126,8 +139,8 @@ class PlotSweep(Callback):
         if figures:
             for curve in curves:
                 stop = "no signal" if curve.stop_pct is None else f"mean stop at {curve.stop_pct:.3g}%"
-                print(f"  {curve.label:<24} {curve.n_runs} runs, final mean regret {curve.mean[-1]:.4g}, "
-                      f"{stop} ({curve.n_stopped}/{curve.n_runs} runs)")
+                print(f"  {curve.label:<24} {count(curve.n_runs, 'run')}, final mean regret {curve.mean[-1]:.4g}, "
+                      f"{stop} ({curve.n_stopped}/{count(curve.n_runs, 'run')})")
             for figure in figures:
                 print(f"Regret figure: {figure.resolve()}")
         else:
@@ -136,7 +149,6 @@ class PlotSweep(Callback):
         print(f"Summary tables: gittinseval-report {sweep_dir}")
         if store:
             print(f"Add the runs to the results store: gittinseval-store export {sweep_dir} --to {store}")
-        offline_run = next(sweep_dir.glob("**/wandb/offline-run-*"), None)
         if offline_run is not None:
             # Run folders sit one level down, or two with trials= (seed=<s>/ inside the job's).
             run_folders = "/".join("*" * (len(offline_run.relative_to(sweep_dir).parts) - 2))

@@ -2,15 +2,20 @@
 
 A *panel* (:class:`Panel`) is what one figure of the paper shows: one benchmark family and
 cost mode, its runs split into curves (:func:`panels`).  Its tables are numbers
-(:class:`CurveRow`, :class:`PairedRow`): every cell an :class:`~gittinseval.results.stats.Estimate`
-(mean, seed-clustered SE, number of values and of seeds) or a count; they are turned into
-text only by :mod:`gittinseval.results.tables`.
+(:class:`CurveRow`, :class:`PairedRow`, :class:`StopRow`): every cell an
+:class:`~gittinseval.results.stats.Estimate` (mean, seed-clustered SE, number of values and of
+seeds) or a count; they are turned into text only by :mod:`gittinseval.results.tables`.
+
+Configuration-level BO is compared only after its random initial design, as the paper's BO
+curves begin there: a BO run's regret at a share of cost that its initial design has not
+reached is left out of every regret and paired cell (:func:`in_initial_design`), and the
+cell counts the runs left out.
 """
 
 from __future__ import annotations
 
+import math
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -24,15 +29,20 @@ __all__ = [
     "MMLU_PANELS",
     "TABLE_PERCENTS",
     "CurveRow",
+    "FirstStops",
     "PairedRow",
     "Panel",
     "PanelTables",
+    "StopRow",
     "by_cost_mode",
     "by_family",
     "curve_rows",
-    "overview_tables",
+    "in_initial_design",
     "paired_rows",
+    "panel_tables",
     "panels",
+    "stop_rows",
+    "stopping_policies",
 ]
 
 TABLE_PERCENTS = REPORT_PERCENTS
@@ -139,19 +149,21 @@ class CurveRow:
 
     ``regret`` maps each percent ``p`` of :data:`TABLE_PERCENTS` to the simple regret after
     the last batch at or below ``p`` % of the exhaustive cost, over the runs that have such a
-    batch and whose budget reaches ``p`` % (``None``: no run).  ``stop_cost`` (cost % at which
-    the stopping signal fired) and ``stop_regret`` (the recommendation's simple regret at that
-    moment) are over the ``stopped`` runs whose signal fired.  ``median_wall_s`` is the median
-    wall time of one run.
+    batch, whose budget reaches ``p`` % and that are past their random initial design there
+    (``None``: no run); ``in_design`` counts the runs left out for the last reason (BO only,
+    :func:`in_initial_design`).  ``stop_cost`` (cost % at which the stopping signal fired) and
+    ``stop_regret`` (the recommendation's simple regret at that moment) are over the
+    ``stopped`` runs whose signal fired.  ``wall_time`` is the wall time of one run, in seconds.
     """
 
     label: str
     runs: int
     regret: dict[int, Estimate | None]
+    in_design: dict[int, int]
     stop_cost: Estimate | None
     stop_regret: Estimate | None
     stopped: int
-    median_wall_s: float
+    wall_time: Estimate
 
 
 @dataclass
@@ -160,13 +172,57 @@ class PairedRow:
 
     ``difference`` maps each percent ``p`` of :data:`TABLE_PERCENTS` to the difference of the
     two runs' regrets at ``p`` % (see :class:`CurveRow`), over the ``pairs`` pairs of runs that
-    share a benchmark and seed and both have a regret there (``None``: no pair).
+    share a benchmark and seed and both have a regret there (``None``: no pair); ``in_design``
+    counts the pairs left out because one of the two runs is still in its initial design.
     """
 
     label: str
     versus: str
     pairs: int
     difference: dict[int, Estimate | None]
+    in_design: dict[int, int]
+
+
+@dataclass
+class FirstStops:
+    """When a curve's stopping signal fired against the first BO stop of the same benchmark and seed.
+
+    Over the runs that share a benchmark and seed with BO runs of the panel, BO's first stop
+    is the earliest stop cost among those BO runs (none: no BO run stopped).  ``pairs`` counts
+    the pairs where at least one of the two stopped, ``earlier`` those where the curve's run
+    stopped and BO's first stop came later or never; ``difference`` is the curve's stop cost
+    minus BO's first (% of the exhaustive cost) over the pairs where both stopped.
+    """
+
+    pairs: int
+    earlier: int
+    difference: Estimate | None
+
+
+@dataclass
+class StopRow:
+    """The stopping signal of one curve of a panel: how often and when it fired, and what it left.
+
+    ``stopped`` of the ``runs`` runs fired; ``stop_cost`` and ``stop_regret`` as in
+    :class:`CurveRow`.  ``first_stops`` compares a non-BO curve with BO's stops (``None`` for
+    BO curves and in panels without BO).
+    """
+
+    label: str
+    runs: int
+    stopped: int
+    stop_cost: Estimate | None
+    stop_regret: Estimate | None
+    first_stops: FirstStops | None
+
+
+def in_initial_design(run: RunRow, percent: float) -> bool:
+    """Whether a configuration-level BO run is still in its random initial design at ``percent`` % of cost.
+
+    The paper's BO curves begin after the initial design; a regret before its last
+    configuration is that of random search.  Always ``False`` for other runs.
+    """
+    return run.init_pct is not None and run.init_pct > percent + 1e-9
 
 
 def _regret_at(run: RunRow, percent: int) -> float | None:
@@ -179,83 +235,145 @@ def _seeded(runs: list[RunRow], field: str) -> list[tuple[float, Hashable]]:
     return [(run.summary[field], run.summary["seed"]) for run in runs]
 
 
+def _stopped(runs: list[RunRow]) -> list[RunRow]:
+    return [run for run in runs if run.summary.get("stop_cost_pct") is not None]
+
+
 def curve_rows(panel: Panel) -> list[CurveRow]:
     """One :class:`CurveRow` per curve of ``panel``, in the panel's order."""
     rows = []
     for label, members in panel.curves.items():
-        regret = {
-            percent: Estimate.of(
-                [(value, run.summary["seed"]) for run in members if (value := _regret_at(run, percent)) is not None]
+        regret, in_design = {}, {}
+        for percent in TABLE_PERCENTS:
+            past = [run for run in members if not in_initial_design(run, percent)]
+            in_design[percent] = len(members) - len(past)
+            regret[percent] = Estimate.of(
+                [(value, run.summary["seed"]) for run in past if (value := _regret_at(run, percent)) is not None]
             )
-            for percent in TABLE_PERCENTS
-        }
-        stopped = [run for run in members if run.summary.get("stop_cost_pct") is not None]
+        stopped = _stopped(members)
         rows.append(CurveRow(
             label=label,
             runs=len(members),
             regret=regret,
+            in_design=in_design,
             stop_cost=Estimate.of(_seeded(stopped, "stop_cost_pct")),
             stop_regret=Estimate.of(_seeded(stopped, "stop_regret")),
             stopped=len(stopped),
-            median_wall_s=statistics.median(run.summary["wall_time_s"] for run in members),
+            wall_time=Estimate.of(_seeded(members, "wall_time_s")),
         ))
     return rows
+
+
+def _pair_key(run: RunRow) -> tuple[str, Hashable]:
+    return run.summary["benchmark"], run.summary["seed"]
 
 
 def paired_rows(panel: Panel, versus: str) -> list[PairedRow]:
     """Per curve other than ``versus``: the :class:`PairedRow` of its regret minus ``versus``'s.
 
-    Runs are paired by benchmark and seed; a pair enters a column only if both
-    runs have a regret at that share of cost.  Empty if ``panel`` has no ``versus`` curve.
+    Runs are paired by benchmark and seed; a pair enters a column only if both runs have a
+    regret at that share of cost and neither is in its initial design there.  Empty if
+    ``panel`` has no ``versus`` curve.
     """
     if versus not in panel.curves:
         return []
-    baseline = {(r.summary["benchmark"], r.summary["seed"]): r for r in panel.curves[versus]}
+    baseline = {_pair_key(run): run for run in panel.curves[versus]}
     rows = []
     for label, members in panel.curves.items():
         if label == versus:
             continue
-        pairs = [
-            (r, baseline[key]) for r in members if (key := (r.summary["benchmark"], r.summary["seed"])) in baseline
-        ]
-        difference = {
-            percent: Estimate.of([
-                (a - b, run.summary["seed"])
-                for run, other in pairs
-                if (a := _regret_at(run, percent)) is not None and (b := _regret_at(other, percent)) is not None
+        pairs = [(run, baseline[_pair_key(run)]) for run in members if _pair_key(run) in baseline]
+        difference, in_design = {}, {}
+        for percent in TABLE_PERCENTS:
+            past = [(a, b) for a, b in pairs if not (in_initial_design(a, percent) or in_initial_design(b, percent))]
+            in_design[percent] = len(pairs) - len(past)
+            difference[percent] = Estimate.of([
+                (x - y, run.summary["seed"])
+                for run, other in past
+                if (x := _regret_at(run, percent)) is not None and (y := _regret_at(other, percent)) is not None
             ])
-            for percent in TABLE_PERCENTS
-        }
-        rows.append(PairedRow(label, versus, len(pairs), difference))
+        rows.append(PairedRow(label, versus, len(pairs), difference, in_design))
     return rows
+
+
+def _first_stops(members: list[RunRow], bo_stops: dict[tuple[str, Hashable], float]) -> FirstStops:
+    earlier, differences, pairs = 0, [], 0
+    for run in members:
+        if _pair_key(run) not in bo_stops:
+            continue
+        own = run.summary.get("stop_cost_pct")
+        other = bo_stops[_pair_key(run)]
+        if own is None and math.isinf(other):
+            continue  # neither stopped within the budget
+        pairs += 1
+        own = math.inf if own is None else own
+        earlier += own < other
+        if not (math.isinf(own) or math.isinf(other)):
+            differences.append((own - other, run.summary["seed"]))
+    return FirstStops(pairs, earlier, Estimate.of(differences))
+
+
+def stop_rows(panel: Panel, stopping_policies: set[str]) -> list[StopRow]:
+    """One :class:`StopRow` per curve of ``panel`` whose policy (``summary["policy"]``) is in
+    ``stopping_policies``: the policies with a stopping signal."""
+    bo_runs = [run for members in panel.curves.values() for run in members if run.init_pct is not None]
+    bo_stops: dict[tuple[str, Hashable], float] = {}
+    for run in bo_runs:
+        stop = run.summary.get("stop_cost_pct")
+        bo_stops[_pair_key(run)] = min(bo_stops.get(_pair_key(run), math.inf), math.inf if stop is None else stop)
+    rows = []
+    for label, members in panel.curves.items():
+        if members[0].summary.get("policy") not in stopping_policies:
+            continue
+        stopped = _stopped(members)
+        is_bo = members[0].init_pct is not None
+        rows.append(StopRow(
+            label=label,
+            runs=len(members),
+            stopped=len(stopped),
+            stop_cost=Estimate.of(_seeded(stopped, "stop_cost_pct")),
+            stop_regret=Estimate.of(_seeded(stopped, "stop_regret")),
+            first_stops=_first_stops(members, bo_stops) if bo_stops and not is_bo else None,
+        ))
+    return rows
+
+
+def stopping_policies(runs: list[RunRow]) -> set[str]:
+    """The policies (``summary["policy"]``) of which some run's stopping signal fired: those with a signal."""
+    return {run.summary.get("policy") for run in runs if run.summary.get("stop_cost_pct") is not None}
 
 
 @dataclass
 class PanelTables:
-    """A panel's table rows (:func:`curve_rows`) and paired rows per baseline (:func:`paired_rows`)."""
+    """A panel's table rows (:func:`curve_rows`), paired rows per baseline (:func:`paired_rows`) and
+    stopping rows (:func:`stop_rows`)."""
 
     panel: Panel
     rows: list[CurveRow]
     paired: dict[str, list[PairedRow]]
+    stops: list[StopRow]
 
     @classmethod
-    def of(cls, panel: Panel, versus: tuple[str, ...] = ()) -> PanelTables:
-        """The tables of ``panel``, with the paired rows against each label of ``versus``."""
-        return cls(panel, curve_rows(panel), {baseline: paired_rows(panel, baseline) for baseline in versus})
+    def of(cls, panel: Panel, versus: tuple[str, ...] = (), stopping: set[str] = frozenset()) -> PanelTables:
+        """The tables of ``panel``, with the paired rows against each label of ``versus`` and the
+        stopping rows of the curves whose policy is in ``stopping``."""
+        return cls(panel, curve_rows(panel), {baseline: paired_rows(panel, baseline) for baseline in versus},
+                   stop_rows(panel, stopping))
+
+
+def panel_tables(runs: list[RunRow], mmlu_panels: str = "bucket", versus: tuple[str, ...] = ()) -> list[PanelTables]:
+    """The :class:`PanelTables` of every panel of ``runs`` (:func:`panels`), the stopping policies
+    found among all of ``runs``."""
+    stopping = stopping_policies(runs)
+    return [PanelTables.of(panel, versus, stopping) for panel in panels(runs, mmlu_panels)]
 
 
 def by_cost_mode(tables: list[PanelTables]) -> dict[str, list[PanelTables]]:
-    """``tables`` by their panel's cost mode, in order of first appearance."""
+    """``tables`` by their panel's cost mode (unit cost first, then in order of first appearance)."""
     grouped: dict[str, list[PanelTables]] = defaultdict(list)
     for table in tables:
         grouped[table.panel.cost_mode].append(table)
-    return dict(grouped)
-
-
-def overview_tables(all_panels: list[Panel], versus: tuple[str, ...] = ()) -> dict[str, list[PanelTables]]:
-    """The overview's rows: per cost mode, the tables of its panels (with the paired rows of each
-    label of ``versus``), one row each as :func:`~gittinseval.results.tables.overview_cells` lays them out."""
-    return by_cost_mode([PanelTables.of(panel, versus) for panel in all_panels])
+    return dict(sorted(grouped.items(), key=lambda item: cost_mode_order(item[0])[0]))
 
 
 def by_family(tables: list[PanelTables]) -> dict[str, list[PanelTables]]:

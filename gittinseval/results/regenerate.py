@@ -1,83 +1,51 @@
 """Every table and figure of the results pages, regenerated from the committed results stores.
 
-The manifest ``reports.yaml`` beside the stores (``docs/results/reports.yaml``) names,
-for each store ``<name>.parquet``, how its report is drawn (``mmlu_panels``,
-``versus``, ``linear``) and where it is written (``out``, by default
-``docs/figures/<name>``).  :func:`regenerate` writes them all
-(``gittinseval-report --all docs/results``, or ``make results``); :func:`differences`
-compares a committed report folder with a fresh one, file by file, which is how the
-test suite checks that every committed table is what its store gives.
+:func:`regenerate` writes the report of every entry of the manifest
+(:mod:`gittinseval.results.manifest`) into its folder, leaving in it only what the report
+writes, and then the status tables (:mod:`gittinseval.results.status`):
+``gittinseval-report --all docs/results``, or ``make results``.  :func:`differences`
+compares a committed folder with a fresh one, file by file, which is how the test suite
+checks that every committed table is what its store gives.
 """
 
 from __future__ import annotations
 
 import filecmp
-from dataclasses import dataclass, field
+import shutil
+import tempfile
 from pathlib import Path
 
-import yaml
+from gittinseval.results.manifest import StoreReport, read_manifest, read_stores
+from gittinseval.results.status import STATUS_DIR, write_status
 
-from gittinseval.results.panels import MMLU_PANELS
-from gittinseval.results.report import write_report
+__all__ = ["differences", "regenerate"]
 
-__all__ = ["MANIFEST", "StoreReport", "differences", "read_manifest", "regenerate"]
-
-MANIFEST = "reports.yaml"
-_KEYS = {"out", "mmlu_panels", "versus", "linear"}
+# What a report folder holds; anything else in it is left alone.
+_REPORT_SUFFIXES = (".md", ".png")
 
 
-@dataclass(frozen=True)
-class StoreReport:
-    """The report of one committed store: its source, its options and its folder."""
-
-    store: Path
-    out: Path
-    mmlu_panels: str = "bucket"
-    versus: tuple[str, ...] = field(default=())
-    linear: bool = False
-
-    def write(self, out: Path | None = None) -> Path:
-        """Write the report into ``out`` (default: its own folder); returns its ``report.md``."""
-        return write_report([self.store], out or self.out, self.mmlu_panels, log_cost=not self.linear,
-                            versus=self.versus)
+def _replace_folder(fresh: Path, folder: Path) -> None:
+    """Make ``folder``'s markdown and figures those of ``fresh``: move them in, delete the others."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.iterdir():
+        if stale.suffix in _REPORT_SUFFIXES and not (fresh / stale.name).exists():
+            stale.unlink()
+    for path in fresh.iterdir():
+        shutil.move(path, folder / path.name)
 
 
-def read_manifest(results_dir: str | Path) -> list[StoreReport]:
-    """The entries of ``<results_dir>/reports.yaml``, paths relative to the working directory."""
-    results_dir = Path(results_dir)
-    path = results_dir / MANIFEST
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no report manifest (one entry per store: its report options)")
-    entries = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(entries, dict):
-        raise ValueError(f"{path}: expected a mapping of store names to report options")
-    reports = []
-    for name, options in entries.items():
-        options = options or {}
-        unknown = set(options) - _KEYS
-        if unknown:
-            raise ValueError(f"{path}: {name}: unknown keys {sorted(unknown)}; allowed: {sorted(_KEYS)}")
-        store = results_dir / f"{name}.parquet"
-        if not store.is_file():
-            raise FileNotFoundError(f"{path}: {name}: no store {store}")
-        panels = options.get("mmlu_panels", "bucket")
-        if panels not in MMLU_PANELS:
-            raise ValueError(f"{path}: {name}: mmlu_panels must be one of {', '.join(MMLU_PANELS)}, got {panels!r}")
-        reports.append(StoreReport(
-            store=store,
-            out=Path(options.get("out", Path("docs", "figures", name))),
-            mmlu_panels=panels,
-            versus=tuple(options.get("versus", ())),
-            linear=bool(options.get("linear", False)),
-        ))
-    return reports
-
-
-def regenerate(results_dir: str | Path) -> list[StoreReport]:
-    """Write the report of every store of the manifest into its folder."""
+def regenerate(results_dir: str | Path, status_out: str | Path = STATUS_DIR) -> list[StoreReport]:
+    """Write the report of every entry of ``<results_dir>/reports.yaml`` into its folder, and the
+    status tables into ``status_out`` (if ``<results_dir>/paper.yaml`` exists); returns the entries."""
     reports = read_manifest(results_dir)
+    runs = read_stores(reports)
     for report in reports:
-        report.write()
+        with tempfile.TemporaryDirectory() as scratch:
+            report.write(Path(scratch), runs=runs[report.store])
+            _replace_folder(Path(scratch), report.out)
+    with tempfile.TemporaryDirectory() as scratch:
+        if write_status(results_dir, reports, scratch, runs):  # nothing without the paper's facts
+            _replace_folder(Path(scratch), Path(status_out))
     return reports
 
 

@@ -17,27 +17,31 @@ and the recommendation ablation).  Panels and their tables' numbers are computed
 
 Curves are aggregated as in :mod:`gittinseval.results.curves` (350-point grids of the budget,
 ±1 SE, BO after its initial design; on the default log cost axis the grid is spaced
-evenly in log cost, with ``--linear`` evenly in cost as in the paper).  Each table row gives, over the curve's runs:
+evenly in log cost, with ``--linear`` evenly in cost as in the paper).  The report writes
+narrow tables (:mod:`gittinseval.results.tables`), each a file of its own so that a page can
+include it:
 
-- the mean ± SE of the simple regret after the last batch at or below 1, 2, 5 and
-  10 % of the exhaustive cost (runs with no batch that cheap are left out of that
-  column, as are runs whose budget ends below that share; the column says how many
-  runs it has when that is not all of them);
-- the mean ± SE cost at which the stopping signal fired and the mean ± SE simple
-  regret of the recommendation at that moment (what stopping there would have
-  left), over the runs where it fired, and the share of runs where it fired;
-- the median wall time of one run.
+- ``<panel>.md``: per curve, the mean ± SE of the simple regret after the last batch at or
+  below 1, 2, 5 and 10 % of the exhaustive cost (runs with no batch that cheap are left out
+  of that column, as are runs whose budget ends below that share, and BO runs still in their
+  random initial design; the cell says how many runs it has when that is not all of them);
+- ``<panel>_versus_<label>.md`` (the label as :func:`~gittinseval.results.tables.slug` writes
+  it) with ``--versus LABEL`` (repeatable): for every other curve,
+  the mean ± SE of the *paired* difference of simple regret (curve minus ``LABEL``) over the
+  runs of the two curves that share a benchmark (MMLU subject, matrix seed) and seed.
+  Pairing removes the between-subject and between-seed spread that both curves share, so a
+  difference is judged against its own SE;
+- ``stopping.md``: per panel and curve with a stopping signal, how often it fired, the mean
+  ± SE cost at which it fired and the regret of the recommendation at that moment, and
+  whether it fired before BO's first stop on the same benchmark and seed;
+- ``timing_<cost mode>.md``: the mean ± SE wall time of one run per curve and panel;
+- ``overview_<cost mode>_<p>pct.md``: every panel's regret at ``p`` % side by side (one row
+  per panel, one column per curve), all of them in ``overview.md``;
+- ``report.md``: every table, with the figures.
 
-``overview.md`` sets the panels side by side, one table per cost mode: per panel,
-each method's mean ± SE regret at 1, 2 and 5 % and its mean stop cost (with the
-number of runs that stopped), and with ``--versus`` the paired differences at 2 %.
-
-With ``--versus LABEL`` (repeatable), each panel that has a curve ``LABEL`` gets a table:
-for every other curve, the mean ± SE of the *paired* difference of simple regret
-(curve minus ``LABEL``) at 1, 2, 5 and 10 %, over the runs of the two curves that
-share a benchmark (MMLU subject, matrix seed) and seed.  Pairing removes the
-between-subject and between-seed spread that both curves share, so a difference
-is judged against its own SE.
+Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
+side by side, and ``timing_<cost mode>.png``, the wall times; ``"families"`` leaves out the
+timing figures and ``"none"`` every figure (tables alone take a fraction of a second).
 
 Every SE, in the tables and the figures' bands, is clustered by seed
 (:mod:`gittinseval.results.stats`): the runs of one seed share its random draws on every
@@ -51,19 +55,34 @@ from collections import defaultdict
 from pathlib import Path
 
 from gittinseval.results.curves import aggregate_group
-from gittinseval.results.panels import PanelTables, by_cost_mode, by_family, panels
+from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
-from gittinseval.results.tables import Figure, overview_markdown, panel_markdown, report_markdown
-from gittinseval.sim.results_store import load_rows
+from gittinseval.results.tables import (
+    Figure,
+    markdown_table,
+    overview_cells,
+    overview_markdown,
+    paired_cells,
+    regret_cells,
+    report_markdown,
+    slug,
+    stop_cells,
+    timing_cells,
+)
+from gittinseval.sim.results_store import RunRow, load_rows
 
-__all__ = ["draw_figures", "write_markdown", "write_report"]
+__all__ = ["FIGURES", "draw_figures", "write_markdown", "write_report"]
+
+# Which figures a report draws: every one, the benchmark families' regret figures only, or none.
+FIGURES = ("all", "families", "none")
 
 
 def draw_figures(
-    families: dict[str, list[PanelTables]], out: Path, log_cost: bool = True
+    families: dict[str, list[PanelTables]], out: Path, log_cost: bool = True, timing: bool = True, draw: bool = True
 ) -> tuple[dict[str, Figure], list[Figure]]:
     """Draw ``<family>.png`` per benchmark family (its cost modes' panels side by side, as in the
-    paper) and ``timing_<cost mode>.png`` (wall time per run of every method and panel) into ``out``.
+    paper) and, with ``timing``, ``timing_<cost mode>.png`` (wall time per run of every method and
+    panel) into ``out``; without ``draw``, only name them.
 
     Returns the family figures by family and the timing figures, in order of first appearance.
     """
@@ -75,33 +94,53 @@ def draw_figures(
             wall_times[panel.cost_mode][panel.family_title] = {
                 label: [run.summary["wall_time_s"] for run in runs] for label, runs in panel.curves.items()
             }
-            curves = [aggregate_group(label, runs, log_grid=log_cost) for label, runs in panel.curves.items()]
-            figure_panels.append((f"{panel.cost_mode} cost", curves))
+            if draw:
+                curves = [aggregate_group(label, runs, log_grid=log_cost) for label, runs in panel.curves.items()]
+                figure_panels.append((f"{panel.cost_mode} cost", curves))
         title = members[0].panel.family_title
-        family_figures[family] = Figure(title, plot_panels(figure_panels, out / f"{family}.png", title, log_cost))
-    timing = []
-    for cost_mode, groups in wall_times.items():
+        path = out / f"{family}.png"
+        family_figures[family] = Figure(title, plot_panels(figure_panels, path, title, log_cost) if draw else path)
+    timing_figures = []
+    for cost_mode, groups in wall_times.items() if timing else ():
         title = f"Wall time per run ({cost_mode} cost)"
-        timing.append(Figure(title, plot_wall_times(groups, out / f"timing_{cost_mode}.png", title)))
-    return family_figures, timing
+        path = out / f"timing_{cost_mode}.png"
+        timing_figures.append(Figure(title, plot_wall_times(groups, path, title) if draw else path))
+    return family_figures, timing_figures
 
 
 def write_markdown(
     sources: list[str | Path],
     tables: list[PanelTables],
-    families: dict[str, list[PanelTables]],
     family_figures: dict[str, Figure],
     timing_figures: list[Figure],
     out: Path,
 ) -> Path:
-    """Write ``<panel>.md`` per panel, ``overview.md`` (``tables`` side by side per cost mode) and
-    ``report.md`` (every family's tables, each followed by its figure, then the timing figures)."""
+    """Write every table of the module docstring into ``out``, and ``report.md``: every family's
+    panels, each family followed by its figure (if the report has one), then the stops and wall times."""
     for table in tables:
-        (out / f"{table.panel.key}.md").write_text(panel_markdown(table))
-    (out / "overview.md").write_text(overview_markdown(by_cost_mode(tables)))
-    blocks = [block for family, members in families.items() for block in (*members, family_figures[family])]
+        (out / f"{table.panel.key}.md").write_text(markdown_table(regret_cells(table.rows)))
+        for baseline, paired in table.paired.items():
+            if paired:
+                (out / f"{table.panel.key}_versus_{slug(baseline)}.md").write_text(markdown_table(paired_cells(paired)))
+    families = by_family(tables)
+    stops = [table for members in families.values() for table in members if table.stops]
+    stopping = markdown_table(stop_cells(stops)) if stops else None
+    if stopping:
+        (out / "stopping.md").write_text(stopping)
+    modes = by_cost_mode(tables)
+    timing = {cost_mode: markdown_table(timing_cells(members)) for cost_mode, members in modes.items()}
+    for cost_mode, members in modes.items():
+        (out / f"timing_{cost_mode}.md").write_text(timing[cost_mode])
+        for percent in TABLE_PERCENTS:
+            (out / f"overview_{cost_mode}_{percent}pct.md").write_text(markdown_table(overview_cells(members, percent)))
+    (out / "overview.md").write_text(overview_markdown(modes))
+    blocks = [
+        block
+        for family, members in families.items()
+        for block in (*members, *([family_figures[family]] if family in family_figures else []))
+    ]
     report = out / "report.md"
-    report.write_text(report_markdown(sources, blocks + timing_figures))
+    report.write_text(report_markdown(sources, blocks, stopping, timing, timing_figures))
     return report
 
 
@@ -111,20 +150,27 @@ def write_report(
     mmlu_panels: str = "bucket",
     log_cost: bool = True,
     versus: tuple[str, ...] = (),
+    figures: str = "all",
+    draw: bool = True,
+    runs: list[RunRow] | None = None,
 ) -> Path:
-    """Write ``<panel>.md`` per panel and ``<family>.png`` per benchmark family (its unit-cost and
-    cost-aware panels side by side, as in the paper), ``timing_<cost mode>.png`` (wall time per
-    run of every method and panel), ``overview.md`` (the panels side by side) and ``report.md``
-    (every table) into ``out``, from the runs of ``sources`` (sweep folders and results stores).
+    """Write the tables of the module docstring, ``report.md`` and the ``figures`` (one of
+    :data:`FIGURES`) into ``out``, from the runs of ``sources`` (sweep folders and results stores;
+    ``runs``: their rows, if already read).  Without ``draw`` the figures are named in
+    ``report.md`` but not drawn (the tables alone, fast).  Returns the path of ``report.md``.
 
     In three steps: the runs are grouped into panels and their tables computed as numbers
     (:mod:`gittinseval.results.panels`), the figures drawn (:func:`draw_figures`) and the
     tables written (:func:`write_markdown`).
     """
-    runs = [row for source in sources for row in load_rows(source)]
-    tables = [PanelTables.of(panel, versus) for panel in panels(runs, mmlu_panels)]
-    families = by_family(tables)
+    if figures not in FIGURES:
+        raise ValueError(f"figures must be one of {', '.join(FIGURES)}, got {figures!r}")
+    if runs is None:
+        runs = [row for source in sources for row in load_rows(source)]
+    tables = panel_tables(runs, mmlu_panels, versus)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    family_figures, timing_figures = draw_figures(families, out, log_cost)
-    return write_markdown(sources, tables, families, family_figures, timing_figures, out)
+    family_figures, timing_figures = ({}, []) if figures == "none" else draw_figures(
+        by_family(tables), out, log_cost, timing=figures == "all", draw=draw
+    )
+    return write_markdown(sources, tables, family_figures, timing_figures, out)

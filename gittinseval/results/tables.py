@@ -3,40 +3,56 @@
 Every number of the report becomes text here and nowhere else.  An estimate
 (:class:`~gittinseval.results.stats.Estimate`) is written ``mean ± SE``: its SE ``– (one seed)``
 when it cannot be estimated, ``–`` for a column without values, and ``(n=k)`` after it when
-it is over ``k`` values of a row that has more runs (or pairs).  Regrets have 4 decimals,
-stop costs (% of the exhaustive cost) 3.
+it is over ``k`` values of a row that has more runs (or pairs).  A BO cell whose runs are
+still in their random initial design is ``in design`` when all of them are, and names how
+many were left out otherwise (``(n=k, m in design)``).  Regrets have 4 decimals, stop costs
+(% of the exhaustive cost) 3, wall times 3 significant digits.
+
+The tables are narrow, one row per curve: a panel's regret at each share of the budget
+(:func:`regret_cells`) and its paired differences (:func:`paired_cells`); a store's stops
+(:func:`stop_cells`, one block of rows per panel), wall times (:func:`timing_cells`, one
+column per panel) and, per share of the budget, every panel's regret side by side
+(:func:`overview_cells`, one column per curve).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gittinseval.results.panels import CurveRow, PairedRow, PanelTables
+from gittinseval.results.panels import TABLE_PERCENTS, CurveRow, PairedRow, PanelTables, StopRow
 from gittinseval.results.stats import Estimate
 
 __all__ = [
-    "OVERVIEW_PERCENTS",
+    "EMPTY",
+    "IN_DESIGN",
+    "TIMING_BASELINE",
     "Figure",
-    "curve_cells",
     "estimate_cell",
     "markdown_table",
     "overview_cells",
     "overview_markdown",
     "paired_cells",
     "panel_markdown",
+    "regret_cells",
     "report_markdown",
+    "slug",
+    "stop_cells",
+    "timing_cells",
 ]
 
-# The overview's regret columns (% of the exhaustive cost), and that of its paired differences.
-OVERVIEW_PERCENTS = (1, 2, 5)
-OVERVIEW_PAIRED_PERCENT = 2
 EMPTY = "–"
+IN_DESIGN = "in design"
+# Wall times are also given as a multiple of this curve's, where a panel has it (the paper's
+# timing claim: "close to UCB-E and well below LRF").
+TIMING_BASELINE = "UCB-E"
 REPORT_INTRO = (
-    "Simple regret after the last batch at or below each share of the exhaustive cost (mean ± SE over runs); "
-    "stop cost and the regret at the stop over the runs whose stopping signal fired."
+    "Simple regret after the last batch at or below each share of the exhaustive cost (mean ± SE over runs, "
+    "SE clustered by seed); configuration-level BO only after its random initial design. Stop cost and the "
+    "regret at the stop over the runs whose stopping signal fired."
 )
 
 
@@ -48,41 +64,101 @@ class Figure:
     path: Path
 
 
-def estimate_cell(estimate: Estimate | None, total: int, digits: int = 4) -> str:
-    """``mean ± SE`` of ``estimate`` (see the module docstring), in a row of ``total`` runs or pairs."""
+def estimate_cell(estimate: Estimate | None, total: int, digits: int = 4, in_design: int = 0) -> str:
+    """``mean ± SE`` of ``estimate`` (see the module docstring), in a row of ``total`` runs or pairs of
+    which ``in_design`` were left out in their initial design."""
+    if in_design and in_design == total:
+        return IN_DESIGN
     if estimate is None:
         return EMPTY
     spread = f"{EMPTY} (one seed)" if math.isnan(estimate.se) else f"{estimate.se:.{digits}f}"
+    notes = ([f"n={estimate.n}"] if estimate.n != total else []) + ([f"{in_design} in design"] if in_design else [])
     text = f"{estimate.mean:.{digits}f} ± {spread}"
-    return text if estimate.n == total else f"{text} (n={estimate.n})"
+    return f"{text} ({', '.join(notes)})" if notes else text
 
 
-def curve_cells(rows: Sequence[CurveRow]) -> list[dict[str, str]]:
-    """The cells of a panel's table, one dict (column -> text) per :class:`~gittinseval.results.panels.CurveRow`."""
+def _seconds(estimate: Estimate) -> str:
+    spread = f"{EMPTY} (one seed)" if math.isnan(estimate.se) else f"{estimate.se:.2g}"
+    return f"{estimate.mean:.3g} ± {spread}"
+
+
+def regret_cells(rows: Sequence[CurveRow]) -> list[dict[str, str]]:
+    """A panel's regret table: per curve, its runs and its regret at each share of :data:`TABLE_PERCENTS`."""
     return [
         {
             "method": row.label,
             "runs": str(row.runs),
-            **{f"regret @ {percent}%": estimate_cell(regret, row.runs) for percent, regret in row.regret.items()},
-            "stop cost %": estimate_cell(row.stop_cost, row.stopped, 3),
-            "regret at stop": estimate_cell(row.stop_regret, row.stopped),
-            "stopped": f"{row.stopped}/{row.runs}",
-            "median wall s": f"{row.median_wall_s:.3g}",
+            **{f"regret @ {p} %": estimate_cell(row.regret[p], row.runs, in_design=row.in_design[p])
+               for p in TABLE_PERCENTS},
         }
         for row in rows
     ]
 
 
 def paired_cells(rows: Sequence[PairedRow]) -> list[dict[str, str]]:
-    """The cells of a paired table, one dict per :class:`~gittinseval.results.panels.PairedRow`."""
+    """A paired table: per curve, its number of pairs and the paired difference at each share of the budget."""
     return [
         {
             f"method − {row.versus}": row.label,
             "pairs": str(row.pairs),
-            **{f"Δ regret @ {p}%": estimate_cell(difference, row.pairs) for p, difference in row.difference.items()},
+            **{f"Δ regret @ {p} %": estimate_cell(row.difference[p], row.pairs, in_design=row.in_design[p])
+               for p in TABLE_PERCENTS},
         }
         for row in rows
     ]
+
+
+def _stop_cells(row: StopRow, with_bo: bool) -> dict[str, str]:
+    cells = {
+        "method": row.label,
+        "stopped": f"{row.stopped}/{row.runs}",
+        "stop cost %": estimate_cell(row.stop_cost, row.stopped, 3),
+        "regret at stop": estimate_cell(row.stop_regret, row.stopped),
+    }
+    if with_bo:
+        first = row.first_stops
+        cells |= {
+            "earlier than BO": EMPTY if first is None else f"{first.earlier}/{first.pairs}",
+            "stop % − BO's": EMPTY if first is None or first.difference is None
+            else estimate_cell(first.difference, first.pairs, 3),
+        }
+    return cells
+
+
+def stop_cells(tables: Sequence[PanelTables]) -> list[dict[str, str]]:
+    """The stopping table of a report: per panel, one row per curve with a stopping signal.
+
+    Its stop rate (``stopped``), mean stop cost and the regret of the recommendation at the
+    stop; in panels with BO, for each non-BO curve, in how many of the (benchmark, seed)
+    pairs where either stopped its signal fired before BO's first stop (``earlier than BO``),
+    and its stop cost minus BO's first over the pairs where both stopped (``stop % − BO's``).
+    """
+    with_bo = any(row.first_stops is not None for table in tables for row in table.stops)
+    return [{"panel": table.panel.title, **_stop_cells(row, with_bo)} for table in tables for row in table.stops]
+
+
+def timing_cells(tables: Sequence[PanelTables]) -> list[dict[str, str]]:
+    """Wall time per run, one row per curve and one column per panel (of one cost mode).
+
+    Each cell is the mean ± SE of the runs' wall time in seconds and, in a panel with a
+    :data:`TIMING_BASELINE` curve, the ratio of the two means.
+    """
+    labels = list(dict.fromkeys(row.label for table in tables for row in table.rows))
+    rows = []
+    for label in labels:
+        cells = {"method": label}
+        for table in tables:
+            by_label = {row.label: row for row in table.rows}
+            row, baseline = by_label.get(label), by_label.get(TIMING_BASELINE)
+            if row is None:
+                cells[table.panel.name] = EMPTY
+                continue
+            text = f"{_seconds(row.wall_time)} s"
+            if baseline is not None and label != TIMING_BASELINE:
+                text += f" ({row.wall_time.mean / baseline.wall_time.mean:.3g}× {TIMING_BASELINE})"
+            cells[table.panel.name] = text
+        rows.append(cells)
+    return rows
 
 
 def _runs_cell(rows: Sequence[CurveRow]) -> str:
@@ -90,61 +166,69 @@ def _runs_cell(rows: Sequence[CurveRow]) -> str:
     return f"{counts[0]} each" if len(set(counts)) == 1 else ", ".join(f"{row.label} {row.runs}" for row in rows)
 
 
-def overview_cells(tables: Sequence[PanelTables]) -> list[dict[str, str]]:
-    """One row per panel of one cost mode: each method's regret at :data:`OVERVIEW_PERCENTS` and its
-    stop cost (with how many of its runs stopped), and each paired difference at 2 %.
+def overview_cells(tables: Sequence[PanelTables], percent: int) -> list[dict[str, str]]:
+    """Every panel's regret at ``percent`` % side by side: one row per panel, one column per curve.
 
-    A panel without some method of another has :data:`EMPTY` in that method's columns.
+    A panel without some curve of another has :data:`EMPTY` in that curve's column.
     """
-    by_panel = []
-    for table in tables:
-        cells = {"panel": table.panel.name, "runs": _runs_cell(table.rows)}
-        for percent in OVERVIEW_PERCENTS:
-            cells |= {f"{percent} % {row.label}": estimate_cell(row.regret[percent], row.runs) for row in table.rows}
-        cells |= {
-            f"stop % {row.label}": f"{estimate_cell(row.stop_cost, row.stopped, 3)} ({row.stopped}/{row.runs})"
-            for row in table.rows
-        }
-        for baseline, paired in table.paired.items():
-            cells |= {
-                f"{row.label} − {baseline} @ {OVERVIEW_PAIRED_PERCENT} %":
-                    estimate_cell(row.difference[OVERVIEW_PAIRED_PERCENT], row.pairs)
-                for row in paired
-            }
-        by_panel.append(cells)
+    by_panel = [
+        {"panel": table.panel.name, "runs": _runs_cell(table.rows)}
+        | {row.label: estimate_cell(row.regret[percent], row.runs, in_design=row.in_design[percent])
+           for row in table.rows}
+        for table in tables
+    ]
     columns = list(dict.fromkeys(column for cells in by_panel for column in cells))
     return [{column: cells.get(column, EMPTY) for column in columns} for cells in by_panel]
 
 
-def markdown_table(rows: Sequence[dict[str, str]]) -> list[str]:
-    """The lines of a markdown table of ``rows`` (their keys, in the first row's order, are the header)."""
+def markdown_table(rows: Sequence[dict[str, str]]) -> str:
+    """A markdown table of ``rows`` (their keys, in the first row's order, are the header), one line each."""
     header = list(rows[0])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
+    return "\n".join(lines + ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]) + "\n"
+
+
+def slug(label: str) -> str:
+    """A curve label as part of a file name: ``GittinsEval-S λ=0.0001`` -> ``gittinseval-s-0.0001``."""
+    return re.sub(r"[^0-9a-z.]+", "-", label.lower()).strip("-")
 
 
 def panel_markdown(table: PanelTables) -> str:
-    """A panel's section: its title, its table and its tables of paired differences."""
-    lines = [f"### {table.panel.title}", "", *markdown_table(curve_cells(table.rows))]
+    """A panel's section of the report: its title, its regret table and its tables of paired differences."""
+    lines = [f"### {table.panel.title}", "", markdown_table(regret_cells(table.rows))]
     for baseline, paired in table.paired.items():
         if paired:
-            lines += ["", f"Paired differences against {baseline} (same benchmark and seed; negative: lower regret):"]
-            lines += ["", *markdown_table(paired_cells(paired))]
-    return "\n".join(lines) + "\n"
-
-
-def overview_markdown(by_cost_mode: dict[str, list[PanelTables]]) -> str:
-    """``overview.md``: one table per cost mode, one row per panel (:func:`overview_cells`)."""
-    lines = ["# Overview", ""]
-    for cost_mode, tables in by_cost_mode.items():
-        lines += [f"## {cost_mode} cost", "", *markdown_table(overview_cells(tables)), ""]
+            lines += [f"Paired differences against {baseline} (same benchmark and seed; negative: lower regret):", ""]
+            lines += [markdown_table(paired_cells(paired))]
     return "\n".join(lines)
 
 
-def report_markdown(sources: Sequence[str | Path], blocks: Sequence[PanelTables | Figure]) -> str:
-    """``report.md``: the sources, then ``blocks`` in order, each a panel's section or a figure."""
+def overview_markdown(by_cost_mode: dict[str, list[PanelTables]]) -> str:
+    """``overview.md``: per cost mode and share of the budget, every panel's regret side by side."""
+    lines = ["# Overview", ""]
+    for cost_mode, tables in by_cost_mode.items():
+        for percent in TABLE_PERCENTS:
+            lines += [f"## {cost_mode} cost, regret @ {percent} %", "", markdown_table(overview_cells(tables, percent))]
+    return "\n".join(lines)
+
+
+def report_markdown(
+    sources: Sequence[str | Path],
+    blocks: Sequence[PanelTables | Figure],
+    stopping: str | None,
+    timing: dict[str, str],
+    timing_figures: Sequence[Figure],
+) -> str:
+    """``report.md``: the sources, then ``blocks`` in order (each a panel's section or a figure), the
+    stopping table (if any curve has a stopping signal), and the wall-time tables by cost mode and figures."""
     lines = ["# GittinsEval report", "", "Sources: " + ", ".join(f"`{Path(source)}`" for source in sources), ""]
     lines += [REPORT_INTRO, ""]
     for block in blocks:
         lines += [f"![{block.title}]({block.path.name})" if isinstance(block, Figure) else panel_markdown(block), ""]
+    if stopping:
+        lines += ["## Stopping", "", stopping]
+    lines += ["## Wall time per run", ""]
+    for cost_mode, text in timing.items():
+        lines += [f"### {cost_mode} cost", "", text]
+    lines += [f"![{figure.title}]({figure.path.name})\n" for figure in timing_figures]
     return "\n".join(lines)

@@ -1,8 +1,17 @@
-"""Helpers of the results tests: fake runs with a given trace."""
+"""Helpers of the results tests: fake runs with a given trace, and the reports of the committed stores."""
+
+import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from gittinseval.results.manifest import read_manifest, read_stores
+from gittinseval.results.status import STATUS_DIR, write_status
 from gittinseval.sim.simulator import RunResult
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+RESULTS = Path("docs", "results")
 
 
 def fake_run(cost_pct, regret, label="GittinsEval-G", stop=None, benchmark="toy", seed=0, budget=0.1):
@@ -20,3 +29,27 @@ def fake_run(cost_pct, regret, label="GittinsEval-G", stop=None, benchmark="toy"
     summary = {"benchmark": benchmark, "label": label, "stop_cost_pct": stop, "cost_mode": "unit",
                "stand_in": False, "seed": seed, "budget_fraction": budget}
     return RunResult(trace, summary)
+
+
+@pytest.fixture
+def in_repository(monkeypatch):
+    # The manifest's paths, and the stores' names in each report.md, are relative to the repository.
+    monkeypatch.chdir(REPOSITORY)
+
+
+@pytest.fixture(scope="session")
+def regenerated(tmp_path_factory):
+    """Every report of the manifest and the status tables, written afresh from the committed stores into
+    a folder of their own (``<report name>/`` and ``status/``), without drawing figures; and the seconds
+    that took."""
+    fresh = tmp_path_factory.mktemp("regenerated")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPOSITORY)
+        start = time.perf_counter()
+        reports = read_manifest(RESULTS)
+        runs = read_stores(reports)
+        for report in reports:
+            report.write(fresh / report.name, draw=False, runs=runs[report.store])
+        write_status(RESULTS, reports, fresh / STATUS_DIR.name, runs)
+        seconds = time.perf_counter() - start
+    return fresh, reports, seconds

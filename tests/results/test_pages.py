@@ -1,0 +1,73 @@
+"""The results pages show only what the committed stores give: every table on them is included from a
+file that `make results` writes, and every figure under docs/figures is shown on some page."""
+
+import re
+from pathlib import Path
+
+from gittinseval.results.status import STATUS_DIR
+from tests.results.conftest import REPOSITORY
+
+RESULTS_PAGES = sorted((REPOSITORY / "docs" / "reproduction").glob("*.md"))
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"\s*$')
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
+
+
+def table_problems(text: str, generated: set[str]) -> list[str]:
+    """What is wrong with the tables of a results page: a table row typed into the page, or a snippet
+    included from a file that is not among ``generated`` (paths relative to the repository)."""
+    problems = []
+    prose = "".join(text.split("```")[0::2])  # code blocks may show anything
+    for number, line in enumerate(prose.splitlines(), 1):
+        if line.lstrip().startswith("|"):
+            problems.append(f"line {number}: a table typed into the page: {line.strip()[:60]}")
+        if line.startswith("--8<--"):
+            match = SNIPPET.match(line)
+            if match is None or match.group(1) not in generated:
+                problems.append(f"line {number}: {line.strip()}: not a table that make results writes")
+    return problems
+
+
+def generated_tables(regenerated) -> set[str]:
+    """The tables a fresh regeneration writes, as the repository paths they are committed at."""
+    fresh, reports, _ = regenerated
+    folders = {report.name: report.out for report in reports} | {STATUS_DIR.name: STATUS_DIR}
+    return {str(folders[folder.name] / path.name) for folder in fresh.iterdir() for path in folder.glob("*.md")}
+
+
+def test_every_table_of_a_results_page_is_a_table_the_stores_regenerate(regenerated):
+    generated = generated_tables(regenerated)
+    assert RESULTS_PAGES
+    for page in RESULTS_PAGES:
+        assert table_problems(page.read_text(), generated) == [], page.name
+        assert "--8<--" in page.read_text(), f"{page.name}: no table from the stores"
+
+
+def test_a_typed_table_or_an_include_of_another_file_is_found():
+    generated = {"docs/figures/main/gsm8k_standin_unit.md"}
+    page = "\n".join([
+        "# A page", "", '--8<-- "docs/figures/main/gsm8k_standin_unit.md"', "",
+        "| method | regret @ 2 % |", "|---|---|", "| GittinsEval-S | 0.0227 ± 0.0046 |", "",
+        '--8<-- "docs/tables/pasted.md"', "", "```", "| a table in a code block is a listing |", "```",
+    ])
+    problems = table_problems(page, generated)
+    assert [problem.split(":")[0] for problem in problems] == ["line 5", "line 6", "line 7", "line 9"]
+    assert "docs/tables/pasted.md" in problems[-1]
+
+
+def shown_figures() -> set[Path]:
+    """Every PNG an image link of a documentation page points at (pages outside the data folders)."""
+    docs = REPOSITORY / "docs"
+    pages = [page for page in docs.rglob("*.md") if not page.is_relative_to(docs / "figures")]
+    return {
+        (page.parent / link).resolve() for page in pages for link in IMAGE.findall(page.read_text())
+    }
+
+
+def test_every_figure_is_shown_on_a_page():
+    shown = shown_figures()
+    unshown = sorted(
+        str(path.relative_to(REPOSITORY)) for path in (REPOSITORY / "docs" / "figures").rglob("*.png")
+        if path.resolve() not in shown
+    )
+    assert unshown == [], "figures no page shows: show them on a results page, or delete them (and have their " \
+        "report draw fewer: figures in docs/results/reports.yaml)"
