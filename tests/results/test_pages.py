@@ -71,3 +71,34 @@ def test_every_figure_is_shown_on_a_page():
     )
     assert unshown == [], "figures no page shows: show them on a results page, or delete them (and have their " \
         "report draw fewer: figures in docs/results/reports.yaml)"
+
+
+def markdown_rows(text: str, first_column: str) -> list[dict[str, str]]:
+    """The rows of the markdown table in ``text`` whose header starts with ``first_column``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_column} |"))
+    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
+def test_the_readmes_reproduction_table_is_what_the_stores_hold(regenerated):
+    fresh, _, _ = regenerated
+    status = (fresh / "status" / "stores.md").read_text()
+    stores = {row["store"].strip("`"): row for row in markdown_rows(status, "store")}
+    readme = markdown_rows((REPOSITORY / "README.md").read_text(), "experiment")
+    experiments = {row["experiment"].strip("`").removeprefix("paper/"): row for row in readme}
+    assert sorted(experiments) == sorted(path.stem for path in (REPOSITORY / "conf/experiment/paper").glob("*.yaml"))
+    for name, row in experiments.items():
+        stored = stores.get(f"docs/results/{name}.parquet")
+        if stored is None:
+            assert (row["runs stored"], row["run CPU-h"]) == ("not stored", "–"), name
+        else:
+            assert (row["runs stored"], row["run CPU-h"], row["data"]) == (
+                stored["runs"], stored["run CPU-h"], stored["data"]
+            ), name
+    assert {f"docs/results/{name}.parquet" for name in experiments} >= set(stores)
