@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from gittinseval.core.certificate import Certificate, CertificateSettings, ConfidenceStop, StopReason, certify
 from gittinseval.core.costs import CellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
@@ -32,6 +33,9 @@ __all__ = [
     "Benchmark",
     "BenchmarkPrior",
     "CellCost",
+    "Certificate",
+    "CertificateSettings",
+    "ConfidenceStop",
     "EmpiricalPrior",
     "EmpiricalPriorEstimator",
     "EmpiricalTargetChain",
@@ -45,7 +49,9 @@ __all__ = [
     "RandomExampleOrder",
     "Request",
     "RunResult",
+    "StopReason",
     "UnitCost",
+    "certify",
     "evaluate",
     "root_schedule",
     "simulate",

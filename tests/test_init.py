@@ -29,3 +29,10 @@ def test_every_public_name_resolves():
     for name in gittinseval.__all__:
         assert getattr(gittinseval, name) is not None
     assert set(gittinseval.__all__) <= set(dir(gittinseval))
+
+
+def test_the_certificate_is_part_of_the_front_door():
+    from gittinseval.core import certificate
+
+    for name in ("certify", "Certificate", "CertificateSettings", "ConfidenceStop", "StopReason"):
+        assert getattr(gittinseval, name) is getattr(certificate, name) and name in gittinseval.__all__

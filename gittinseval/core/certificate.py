@@ -72,6 +72,7 @@ Assumptions and what the numbers are not:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -87,10 +88,12 @@ __all__ = [
     "DEFAULT_SAMPLES",
     "PRUNE_TOLERANCE",
     "Certificate",
+    "CertificateSettings",
     "ConfidenceStop",
     "StopReason",
     "certify",
     "eps_best_bounds",
+    "format_certificate",
     "posterior_from_statistics",
 ]
 
@@ -235,10 +238,15 @@ class Certificate:
 
     def format(self) -> str:
         """One line for a progress display, e.g. ``0.652 [0.611, 0.690] 95%, P(best) 0.81, P(within 0.01) 0.93``."""
-        return (
-            f"{self.mean:.3f} [{self.lower:.3f}, {self.upper:.3f}] {100 * self.level:g}%, "
-            f"P(best) {self.prob_best:.2f}, P(within {self.eps:g}) {self.prob_eps_best:.2f}"
-        )
+        return format_certificate(self.as_dict())
+
+
+def format_certificate(values: Mapping[str, Any]) -> str:
+    """:meth:`Certificate.format` of a certificate's :meth:`~Certificate.as_dict` (e.g. read from a summary)."""
+    return (
+        f"{values['mean']:.3f} [{values['lower']:.3f}, {values['upper']:.3f}] {100 * values['level']:g}%, "
+        f"P(best) {values['prob_best']:.2f}, P(within {values['eps']:g}) {values['prob_eps_best']:.2f}"
+    )
 
 
 def certify(
@@ -287,6 +295,36 @@ def certify(
 
 
 @dataclass(frozen=True)
+class CertificateSettings:
+    """The ``level``, ``eps`` and Monte Carlo ``samples`` of a run's certificates (config key ``certificate``).
+
+    Attributes:
+        level: credibility of the intervals, in (0, 1).
+        eps: ``eps`` of ``P(eps-best)``, in score units, ``>= 0``.
+        samples: ``S``, Monte Carlo draws of the probabilities.
+    """
+
+    level: float = 0.95
+    eps: float = 0.01
+    samples: int = DEFAULT_SAMPLES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "level", _open_unit_interval("certificate.level", self.level))
+        object.__setattr__(self, "eps", non_negative_float("certificate.eps", self.eps))
+        object.__setattr__(self, "samples", positive_int("certificate.samples", self.samples))
+
+    @classmethod
+    def of(cls, value: Any) -> CertificateSettings:
+        """``value`` as settings: settings, ``None`` (the defaults) or a mapping of the fields (a config's
+        ``certificate``)."""
+        return cls() if value is None else _from_mapping(cls, "certificate", value)
+
+    def certify(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> Certificate:
+        """:func:`certify` of arm ``recommended`` under ``posterior`` with these settings (fixed normals)."""
+        return certify(posterior, recommended, level=self.level, eps=self.eps, n_samples=self.samples)
+
+
+@dataclass(frozen=True)
 class ConfidenceStop:
     """Stop once the recommended arm is eps-best with probability at least ``prob_eps_best``.
 
@@ -317,6 +355,12 @@ class ConfidenceStop:
         object.__setattr__(self, "prob_eps_best", _open_unit_interval("prob_eps_best", self.prob_eps_best))
         object.__setattr__(self, "eps", non_negative_float("eps", self.eps))
         object.__setattr__(self, "n_samples", positive_int("n_samples", self.n_samples))
+
+    @classmethod
+    def of(cls, value: Any) -> ConfidenceStop | None:
+        """``value`` as a stop: a stop, ``None`` (no confidence stop) or a mapping of the fields (a config's
+        ``stop_when``)."""
+        return None if value is None else _from_mapping(cls, "stop_when", value)
 
     def reached(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> bool:
         """Whether ``P(recommended is eps-best) >= prob_eps_best`` under ``posterior``."""
@@ -406,6 +450,18 @@ def _standard_normals(n_rows: int, n_samples: int) -> np.ndarray:
         bank = _read_only(np.random.default_rng(_NORMALS_SEED).standard_normal((rows, n_samples), dtype=np.float32))
         _NORMALS[n_samples] = bank
     return bank[:n_rows]
+
+
+def _from_mapping(cls: type, key: str, value: Any) -> Any:
+    """An instance of the frozen dataclass ``cls`` from itself or from a mapping of its fields (config ``key``)."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must be a mapping of {', '.join(cls.__dataclass_fields__)}, got {value!r}")
+    unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(f"{key} has unknown keys {unknown}; its keys are {', '.join(cls.__dataclass_fields__)}")
+    return cls(**value)
 
 
 def _check_arm(arm: Any, n_arms: int) -> int:

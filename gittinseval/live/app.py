@@ -75,4 +75,6 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         "fired" if result.stop_signal else "not fired",
         config.run_store,
     )
+    if result.certificate is not None:
+        log.info("certificate of %s: %s", rec.label, result.certificate.format())
     return result

@@ -11,6 +11,7 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.core.certificate import CertificateSettings, ConfidenceStop
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy, Request
@@ -48,6 +49,11 @@ class LiveConfig:
         concurrency: scoring calls in flight (one per arm; 1 for policies that are
             not concurrent).
         stop_at_signal: also stop when the policy's stopping signal fires.
+        certificate: level, eps and Monte Carlo samples of the recommendation's certificate
+            (:class:`~gittinseval.core.certificate.CertificateSettings`, or a mapping of them).
+        stop_when: a :class:`~gittinseval.core.certificate.ConfidenceStop` (or a mapping, e.g.
+            ``{"prob_eps_best": 0.95, "eps": 0.01}``): also stop once the recommended arm is eps-best
+            with that posterior probability; ``None``: no confidence stop.
         max_retries: retries of a failing scoring call before the run stops.
         retry_backoff: seconds before the first retry, doubling after each.
         progress: show a progress bar.
@@ -66,6 +72,8 @@ class LiveConfig:
     fork: Path | None = None
     concurrency: int = 1
     stop_at_signal: bool = False
+    certificate: CertificateSettings = field(default_factory=CertificateSettings)
+    stop_when: ConfidenceStop | None = None
     max_retries: int = 3
     retry_backoff: float = 1.0
     progress: bool = True
@@ -82,6 +90,8 @@ class LiveConfig:
             "fork": None if self.fork is None else Path(self.fork),
             "concurrency": positive_int("concurrency", self.concurrency),
             "stop_at_signal": bool(self.stop_at_signal),
+            "certificate": CertificateSettings.of(self.certificate),
+            "stop_when": ConfidenceStop.of(self.stop_when),
             "max_retries": non_negative_int("max_retries", self.max_retries),
             "retry_backoff": non_negative_float("retry_backoff", self.retry_backoff),
             "progress": bool(self.progress),
@@ -117,6 +127,8 @@ class LiveConfig:
             fork=cfg.fork,
             concurrency=cfg.concurrency,
             stop_at_signal=cfg.stop_at_signal,
+            certificate=cfg.certificate,
+            stop_when=cfg.stop_when,
             max_retries=cfg.max_retries,
             retry_backoff=cfg.retry_backoff,
             progress=cfg.progress,

@@ -11,6 +11,7 @@ import math
 import signal
 import sysconfig
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from gittinseval.core.certificate import Certificate, StopReason
 from gittinseval.core.protocol import Request
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import Evaluator
@@ -37,22 +39,27 @@ log = logging.getLogger(__name__)
 ScoreFn = Callable[[Any, list[Any]], Any]
 COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 """Frames a traceback names by the function they run in."""
+CERTIFICATE_REFRESH_SECONDS = 1.0
+"""How often the progress line and W&B get a new certificate (about 40 ms at K = 1500 arms)."""
 
 
 @dataclass
 class LiveResult:
     """End of a live run.
 
-    ``stop_reason`` is ``"budget"``, ``"stop_signal"`` (with ``stop_at_signal``),
-    ``"exhausted"`` (the policy has nothing more to ask: every example told, or
-    its schedule done), ``"interrupted"`` (Ctrl-C) or ``"error"`` (a scoring call
-    failed deterministically, or transiently after its retries, or returned
+    ``stop_reason`` is a :class:`~gittinseval.core.certificate.StopReason` value:
+    ``"budget"``, ``"policy"`` (the policy's stopping signal, with ``stop_at_signal``),
+    ``"confidence"`` (the confidence stop ``stop_when``), ``"exhausted"`` (the policy
+    has nothing more to ask: every example told, or its schedule done); or
+    ``"interrupted"`` (Ctrl-C) or ``"error"`` (a scoring call failed deterministically,
+    or transiently after its retries, or returned
     invalid scores or cost; the exception is in ``error``, the arm and examples
     of the call in ``error_where``).  ``spent`` is the store's ledger: every
     scoring call that may have reached the provider, over every session, of which
     ``charged_as_expected`` was charged at its expected cost because its cost is
     unknown.  ``recommendation`` is ``None`` when nothing was scored;
-    :attr:`failure` then says why.
+    :attr:`failure` then says why.  ``certificate`` says how sure the run is of it
+    (:meth:`Evaluator.certificate`).
     """
 
     recommendation: Recommendation | None
@@ -74,6 +81,7 @@ class LiveResult:
     """Scores all 0 or all 1 (:meth:`Evaluator.score_warnings`): check the grading."""
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """The policy's own facts about the run (:meth:`Policy.diagnostics`), e.g. EB's prior."""
+    certificate: Certificate | None = None
 
     @property
     def error_message(self) -> str | None:
@@ -113,6 +121,7 @@ class LiveResult:
             "recommended_mean": None if rec is None else rec.mean,
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
+            "certificate": None if self.certificate is None else self.certificate.as_dict(),
             "spent": self.spent,
             "charged_as_expected": self.charged_as_expected,
             "budget_usd": self.budget_usd,
@@ -177,7 +186,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     budget.
 
     Stopping: at the budget; at the policy's stopping signal if
-    ``stop_at_signal``; when the policy has nothing more to ask; after a
+    ``stop_at_signal``; at the confidence stop ``config.stop_when`` (checked after
+    each tell: :meth:`Evaluator.confident`); when the policy has nothing more to ask; after a
     ``score_fn`` call has failed transiently ``max_retries + 1`` times (waiting
     ``retry_backoff * 2**attempt`` seconds between attempts; transient: see
     :func:`~gittinseval.live.failures.is_transient`); at once on any other failure
@@ -243,6 +253,10 @@ class _AsyncRun:
         self.interrupted = False
         """Whether a Ctrl-C (a cancellation) came: a second one abandons the calls in flight."""
         self.ctrl_c = _CtrlC()
+        self.confident = config.stop_when is not None and evaluator.confident(config.stop_when)
+        """Whether the confidence stop is reached (a resumed run may have reached it already)."""
+        self.shown_certificate: tuple[float, Certificate | None] | None = None
+        """When the progress line's certificate was computed, and it."""
         currency = "" if evaluator.cost_unit == "unit" else "$"
         spent_of_budget = currency + "{spent:.4g}/" + currency + "{total:.4g}"
         self.bar = _SpendBar(
@@ -261,12 +275,16 @@ class _AsyncRun:
                 try:
                     self.launch()
                     if not self.in_flight:
-                        stop_reason = self.blocker() or "exhausted"
+                        stop_reason = self.blocker() or StopReason.EXHAUSTED
                     else:
                         await self.collect()
                 except asyncio.CancelledError:
                     self.interrupt()
         finally:
+            if self.config.progress and self.shown_certificate is not None:
+                # The last line shows the final certificate, however recent the one before it.
+                self.shown_certificate = None
+                self.progress(self.evaluator.score_warnings(), self.recent_certificate())
             self.bar.close()
             self.evaluator.close()
             self.ctrl_c.restore()
@@ -282,10 +300,12 @@ class _AsyncRun:
         if self.halted is not None:
             return self.halted
         if self.config.stop_at_signal and self.evaluator.stop_signal:
-            return "stop_signal"
+            return StopReason.POLICY
+        if self.confident:
+            return StopReason.CONFIDENCE
         budget = self.config.budget_usd
         if budget is not None and self.evaluator.spent + self.evaluator.expected_in_flight >= budget:
-            return "budget"
+            return StopReason.BUDGET
         return None
 
     def launch(self) -> None:
@@ -354,8 +374,9 @@ class _AsyncRun:
                 delay = self.config.retry_backoff * 2**retry
                 log.warning("%s: call %d failed (%s); retrying in %.3g s", where, retry + 1, failure, delay)
                 await asyncio.sleep(delay)
-                if (reason := self.blocker()) not in (None, "stop_signal"):
-                    if reason == "budget":
+                # A stopping rule lets the calls in flight finish; the budget and a halt do not.
+                if (reason := self.blocker()) not in (None, StopReason.POLICY, StopReason.CONFIDENCE):
+                    if reason == StopReason.BUDGET:
                         # Asked again once the calls in flight are charged, if the budget is not reached then.
                         log.warning("%s: retry held back: spent plus the calls in flight reach the budget", where)
                         evaluator.hand_out_again(request)
@@ -371,21 +392,36 @@ class _AsyncRun:
             return told
 
     def after_tell(self, request: Request, scores: np.ndarray, cost: float) -> None:
-        """Right after a tell: the logger, the user's callback, the grading's warnings, the progress bar."""
-        self.tracker.log(self.evaluator)
+        """Right after a tell: the confidence stop, the logger, the user's callback, the grading's warnings, the
+        progress bar."""
+        if self.config.stop_when is not None:
+            self.confident = self.evaluator.confident(self.config.stop_when)
+        shows_certificate = self.config.progress or self.tracker.run is not None
+        certificate = self.recent_certificate() if shows_certificate else None
+        self.tracker.log(self.evaluator, certificate)
         if self.config.on_tell is not None:
             self.config.on_tell(request, scores, cost)
         warnings = self.grading.update(self.evaluator.posterior, self.evaluator.labels)
         if self.config.progress:
-            self.progress(warnings)
+            self.progress(warnings, certificate)
 
-    def progress(self, warnings: list[str]) -> None:
-        """The bar at the spend, with the recommendation, the stopping signal and the first warning."""
+    def recent_certificate(self) -> Certificate | None:
+        """The evaluator's certificate, computed again at most every :data:`CERTIFICATE_REFRESH_SECONDS`: the
+        progress line and W&B show one at most that old, and a run of cheap calls does not pay for one per tell."""
+        now = time.monotonic()
+        if self.shown_certificate is None or now - self.shown_certificate[0] >= CERTIFICATE_REFRESH_SECONDS:
+            self.shown_certificate = (now, self.evaluator.certificate())
+        return self.shown_certificate[1]
+
+    def progress(self, warnings: list[str], certificate: Certificate | None) -> None:
+        """The bar at the spend, with the recommendation, its P(eps-best), the stopping signal and the first
+        warning."""
         self.bar.update(self.evaluator.spent - self.bar.n)
         rec = self.evaluator.recommend()
         stop = "yes" if self.evaluator.stop_signal else "no"
+        sure = "" if certificate is None else f" P(within {certificate.eps:g})={certificate.prob_eps_best:.2f}"
         self.bar.set_postfix_str(
-            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f} stop={stop}"
+            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f}{sure} stop={stop}"
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
@@ -408,6 +444,7 @@ class _AsyncRun:
             error_where=self.error_where,
             warnings=evaluator.score_warnings(),
             diagnostics=evaluator.policy.diagnostics(),
+            certificate=evaluator.certificate(),
         )
 
 

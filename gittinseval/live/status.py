@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gittinseval.core.certificate import Certificate
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 
 __all__ = [
@@ -55,7 +56,9 @@ class Recommendation:
 
 LEGEND = (
     "seen, mean: examples scored and their mean (with those kept from a failed call); "
-    "M, sd(V), lcb: the posterior of the told requests; *: a request in flight"
+    "M, sd(V), lcb: the posterior of the told requests; lo, hi: the credible interval of the arm's "
+    "full-benchmark mean; P(best): the posterior probability that the arm is the best "
+    "(Monte Carlo, a Gaussian model; not a frequentist guarantee); *: a request in flight"
 )
 """The line under the arms' table in ``status.txt`` (:func:`status_text`) that says what its columns mean."""
 
@@ -70,7 +73,8 @@ class ArmStatus:
     ``lcb`` = ``M - kappa sqrt(V)`` (see :class:`Recommendation`); ``names`` are the
     arms' labels.  ``n_scored`` and ``scored_mean`` count also the cells that a call
     which failed part-way kept (scored and paid for; the posterior sees them once
-    their request is told).
+    their request is told).  ``lower``, ``upper`` and ``prob_best`` are each arm's credible interval and
+    P(best) from the run's :class:`~gittinseval.core.certificate.Certificate` (NaN without one).
     """
 
     names: tuple[str, ...]
@@ -82,6 +86,9 @@ class ArmStatus:
     lcb: np.ndarray
     n_scored: np.ndarray
     scored_mean: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    prob_best: np.ndarray
 
     @classmethod
     def of(
@@ -91,9 +98,11 @@ class ArmStatus:
         outstanding: Sequence[int],
         kappa: float,
         kept: Mapping[int, Sequence[float]] | None = None,
+        certificate: Certificate | None = None,
     ) -> ArmStatus:
-        """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding`` and
-        ``kept[arm]``: the scores of that arm's untold request kept from a failed call."""
+        """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding``,
+        ``kept[arm]``: the scores of that arm's untold request kept from a failed call, and the
+        intervals and P(best) of ``certificate``."""
         in_flight = np.zeros(len(labels), dtype=bool)
         in_flight[list(outstanding)] = True
         n_kept, kept_sum = np.zeros(len(labels), dtype=np.int64), np.zeros(len(labels))
@@ -113,18 +122,27 @@ class ArmStatus:
             posterior.mean - kappa * np.sqrt(posterior.variance),
             n_scored,
             scored_mean,
+            *(
+                (np.full(len(labels), np.nan),) * 3
+                if certificate is None
+                else (certificate.arm_lower.copy(), certificate.arm_upper.copy(), certificate.arm_prob_best.copy())
+            ),
         )
 
     def format(self, top: int = 10) -> str:
         """The ``top`` arms by ``lcb`` as a text table (:data:`LEGEND` says what its columns mean)."""
         order = np.argsort(-self.lcb, kind="stable")[:top]
         width = min(40, max(len(self.names[k]) for k in order))
-        header = f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}"
+        header = (
+            f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}  "
+            f"{'lo':>6}  {'hi':>6}  {'P(best)':>7}"
+        )
         lines = [header]
         for k in order:
             lines.append(
                 f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_scored[k]:>6}  {self.scored_mean[k]:>6.3f}  "
-                f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}"
+                f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}  "
+                f"{self.lower[k]:>6.3f}  {self.upper[k]:>6.3f}  {self.prob_best[k]:>7.3f}"
                 + ("  *" if self.outstanding[k] else "")
             )
         return "\n".join(lines)

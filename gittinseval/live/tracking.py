@@ -12,7 +12,10 @@ unit costs) as the step metric:
 - ``stop_signal``: 1 once the policy's stopping signal has fired;
 - ``n_requests``: told requests so far;
 - ``charged_as_expected``: the part of ``spent`` charged at the expected cost
-  (scoring calls of unknown cost: lost in a crash, timed out, unreported usage).
+  (scoring calls of unknown cost: lost in a crash, timed out, unreported usage);
+- ``prob_best``, ``prob_eps_best``, ``interval_lower`` and ``interval_upper``: the
+  recommended arm's certificate (:meth:`~gittinseval.live.Evaluator.certificate`), which
+  the driver computes again at most once a second, so a value may be up to a second old.
 
 The W&B run id is kept in the store, so a resumed run continues the same W&B
 run.  Only the composed config and these figures are logged: never the
@@ -27,6 +30,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from gittinseval.core.certificate import Certificate
 from gittinseval.live.evaluator import Evaluator
 from gittinseval.sim.loggers import NullLogger, WandbLogger
 
@@ -43,7 +47,8 @@ class LiveTracker:
     def __init__(self, run: Any = None) -> None:
         self.run = run
 
-    def log(self, evaluator: Evaluator) -> None:
+    def log(self, evaluator: Evaluator, certificate: Certificate | None = None) -> None:
+        """Log the run's figures now, with ``certificate``'s if one is given."""
         if self.run is None:
             return
         rec = evaluator.recommend()
@@ -57,6 +62,13 @@ class LiveTracker:
         if rec is not None:
             metrics.update(recommended=rec.arm, recommended_mean=rec.mean, recommended_lcb=rec.lcb)
             self.run.summary["recommended_label"] = rec.label
+        if certificate is not None:
+            metrics.update(
+                prob_best=certificate.prob_best,
+                prob_eps_best=certificate.prob_eps_best,
+                interval_lower=certificate.lower,
+                interval_upper=certificate.upper,
+            )
         self.run.log(metrics)
 
     def finish(self, summary: dict[str, Any]) -> None:
@@ -90,7 +102,8 @@ def start_tracking(
     run = logger.start_run(directory, id=run_id, resume="allow", job_type="live", group=logger.group, config=config)
     run.define_metric("spent")
     metrics = ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests")
-    for metric in (*metrics, "charged_as_expected"):
+    certificate = ("prob_best", "prob_eps_best", "interval_lower", "interval_upper")
+    for metric in (*metrics, *certificate, "charged_as_expected"):
         run.define_metric(metric, step_metric="spent")
     log.info("%s W&B run %s in %s", "resuming" if resuming else "started", run_id, directory)
     return LiveTracker(run)

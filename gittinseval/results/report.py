@@ -37,6 +37,12 @@ include it:
 - ``timing_<cost mode>.md``: the mean ± SE wall time of one run per curve and panel;
 - ``overview_<cost mode>_<p>pct.md``: every panel's regret at ``p`` % side by side (one row
   per panel, one column per curve), all of them in ``overview.md``;
+- ``certificate.md``, for runs whose summary carries a certificate (runs of the stores
+  made before certificates have none, and get no table): per benchmark, cost mode and
+  curve label, the mean P(best) and P(eps-best) of the final recommendation and the
+  coverage of its credible interval (the share of runs whose interval holds the
+  recommended arm's full-benchmark mean, which a simulation knows); also at the end of
+  ``report.md``;
 - ``report.md``: every table, with the figures.
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
@@ -59,6 +65,7 @@ from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode
 from gittinseval.results.plotting import plot_panels, plot_wall_times
 from gittinseval.results.tables import (
     Figure,
+    certificate_cells,
     markdown_table,
     overview_cells,
     overview_markdown,
@@ -173,4 +180,11 @@ def write_report(
     family_figures, timing_figures = ({}, []) if figures == "none" else draw_figures(
         by_family(tables), out, log_cost, timing=figures == "all", draw=draw
     )
-    return write_markdown(sources, tables, family_figures, timing_figures, out)
+    report = write_markdown(sources, tables, family_figures, timing_figures, out)
+    certificates = certificate_cells([row.summary for row in runs])
+    if certificates:
+        table = markdown_table(certificates)
+        (out / "certificate.md").write_text(table)
+        with report.open("a") as text:
+            text.write("\n## How sure the final recommendations were\n\n" + table)
+    return report

@@ -181,6 +181,32 @@ def overview_cells(tables: Sequence[PanelTables], percent: int) -> list[dict[str
     return [{column: cells.get(column, EMPTY) for column in columns} for cells in by_panel]
 
 
+def certificate_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
+    """Per benchmark, cost mode and method, over its runs whose summary carries a ``certificate``: the mean
+    P(best) and P(eps-best) of the final recommendation, and the coverage of its interval (the share of
+    runs whose interval holds the recommended arm's full-benchmark mean, ``true_mean``).  No rows when no
+    run carries one (runs made before certificates)."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for summary in summaries:
+        if summary.get("certificate") is not None:
+            key = (summary["benchmark"], summary["cost_mode"], summary["label"])
+            groups.setdefault(key, []).append(summary["certificate"])
+    cells = []
+    for (benchmark, cost_mode, label), certificates in sorted(groups.items()):
+        covered = [c["lower"] <= c["true_mean"] <= c["upper"] for c in certificates]
+        first = certificates[0]
+        cells.append({
+            "benchmark": benchmark,
+            "cost": cost_mode,
+            "method": label,
+            "runs": str(len(certificates)),
+            "P(best)": f"{sum(c['prob_best'] for c in certificates) / len(certificates):.3f}",
+            f"P(within {first['eps']:g})": f"{sum(c['prob_eps_best'] for c in certificates) / len(certificates):.3f}",
+            f"{100 * first['level']:g}% interval covers": f"{sum(covered) / len(covered):.3f}",
+        })
+    return cells
+
+
 def markdown_table(rows: Sequence[dict[str, str]]) -> str:
     """A markdown table of ``rows`` (their keys, in the first row's order, are the header), one line each."""
     header = list(rows[0])

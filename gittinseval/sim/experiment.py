@@ -12,6 +12,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.core.certificate import DEFAULT_SAMPLES, CertificateSettings, ConfidenceStop, format_certificate
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
@@ -31,6 +32,13 @@ __all__ = [
 
 # Settings that do not change a run's result: a finished run is reused across them.
 RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
+# Settings added after runs were stored, with their defaults.  At its default a setting is left out of
+# the digest, so the digests of the stored runs (docs/results/*.parquet) stay theirs; any other value
+# changes the summary (another certificate, a recorded confidence stop) and so the digest.
+LATER_SETTINGS = {
+    "certificate": {"level": 0.95, "eps": 0.01, "samples": DEFAULT_SAMPLES},
+    "stop_when": None,
+}
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
 CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
@@ -39,10 +47,14 @@ log = logging.getLogger(__name__)
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`: equal digests, equal runs."""
+    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`, nor the :data:`LATER_SETTINGS`
+    at their defaults: equal digests, equal runs."""
     settings = OmegaConf.to_container(cfg, resolve=True)
     for key in RESULT_NEUTRAL_KEYS:
         settings.pop(key, None)
+    for key, default in LATER_SETTINGS.items():
+        if key in settings and settings[key] == default:
+            del settings[key]
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
@@ -158,6 +170,8 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             prior_name=prior.name,
             progress=bool(cfg.progress),
             cell_costs=cost_model.cell_costs(benchmark),
+            certificate=CertificateSettings.of(cfg.get("certificate")),
+            stop_when=ConfidenceStop.of(cfg.get("stop_when")),
         )
     result.summary["threads"] = threads
     return result
@@ -202,6 +216,13 @@ def run_experiment(
         if summary["stop_cost_pct"] is None
         else f"stopping signal at {summary['stop_cost_pct']:.3g}% of exhaustive"
     )
+    confidence = summary["confidence_stop"]
+    if confidence is not None:
+        stop += (
+            "; the confidence stop did not fire"
+            if confidence["step"] is None
+            else f"; confidence stop at {confidence['cost_pct']:.3g}% (regret {confidence['regret']:.4g})"
+        )
     log.info(
         "%s on %s (%s cost, seed %d): final regret %.4g, %s; %s",
         summary["label"],
@@ -212,4 +233,6 @@ def run_experiment(
         stop,
         output_dir,
     )
+    if summary["certificate"] is not None:
+        log.info("certificate of %s: %s", summary["label"], format_certificate(summary["certificate"]))
     return result

@@ -15,6 +15,8 @@ import pyarrow
 import pyarrow.csv
 from tqdm.auto import tqdm
 
+from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, posterior_from_statistics
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 from gittinseval.data import Benchmark
@@ -111,14 +113,25 @@ def simulate(
     prior_name: str | None = None,
     progress: bool = False,
     cell_costs: np.ndarray | None = None,
+    certificate: CertificateSettings | None = None,
+    stop_when: ConfidenceStop | None = None,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
     The budget is ``budget_fraction`` of the exhaustive cost ``N * sum_k c_k``; it
     is checked after each batch, so the last batch may cross it.  The run goes on
-    past the policy's stopping signal and records the cost at which it fired.  It
-    ends early only if the policy has nothing left to request.  A benchmark of one arm
-    is refused: there is nothing to compare.
+    past the policy's stopping signal and records the cost at which it fired, and
+    likewise past the confidence stop ``stop_when`` (``confidence_stop`` in the
+    summary: the step, cost and regret at which the recommended arm was first
+    eps-best with the required posterior probability).  It ends early only if the
+    policy has nothing left to request.  A benchmark of one arm is refused: there is
+    nothing to compare.
+
+    The summary's ``certificate`` is the final recommendation's
+    (:func:`~gittinseval.core.certificate.certify`, with the run's prior and the policy's
+    cell variance, whichever policy ran), with ``true_mean``, the recommended arm's
+    full-benchmark mean, which only a simulation knows: it says whether the interval
+    covered it.
 
     Args:
         benchmark: the complete response matrix.
@@ -132,7 +145,10 @@ def simulate(
         cell_costs: ``[K, N]`` raw cost of each cell, charged instead of ``costs``
             (which the policy still plans with); their row sums must equal
             ``N * costs``, so that the budget is the same fraction of all cells.
+        certificate: level, eps and Monte Carlo samples of the certificate (``None``: the defaults).
+        stop_when: the confidence stop to record (``None``: none; the run never ends at it).
     """
+    certificate = CertificateSettings.of(certificate)
     # The one check of the budget fraction (the config key `budget` of gittinseval).
     budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
     scores = benchmark.scores
@@ -167,9 +183,13 @@ def simulate(
     rows: list[tuple[int, int, float, int]] = []
     spent = 0.0
     stop_step = None
+    confidence_step = None
 
     started = time.perf_counter()
     policy.reset(problem, np.random.default_rng(seed))
+    cell_var = float(policy.posterior_report().cell_var)
+    # The posterior of the confidence stop, updated batch by batch (only when there is a stop to check).
+    posterior = FiniteBenchmarkPosterior(n_arms, n_examples, prior.mean, prior.var, cell_var)
     # The bar counts percent of the budget: raw costs are long floats.
     bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
     with tqdm(total=problem.budget, disable=not progress, desc=policy.name, bar_format=bar_format) as bar:
@@ -183,11 +203,16 @@ def simulate(
             else:
                 batch_cost = float(cell_costs[request.arm, request.examples].sum())
             seen[request.arm, request.examples] = True
-            policy.observe(request, scores[request.arm, request.examples])
+            batch_scores = scores[request.arm, request.examples]
+            policy.observe(request, batch_scores)
             spent += batch_cost
             rows.append((request.arm, request.size, spent, policy.recommend()))
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
+            if stop_when is not None and confidence_step is None:
+                posterior.update(request.arm, batch_scores)
+                if stop_when.reached(posterior, rows[-1][3]):
+                    confidence_step = len(rows)
             bar.update(batch_cost)
     wall_time = time.perf_counter() - started
 
@@ -236,11 +261,48 @@ def simulate(
         "best_mean": best,
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
+        "certificate": _final_certificate(scores, seen, prior, cell_var, certificate, recommended, row_means),
+        "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
         "diagnostics": policy.diagnostics(),
     }
     return RunResult(trace=trace, summary=summary)
+
+
+def _final_certificate(
+    scores: np.ndarray,
+    seen: np.ndarray,
+    prior: GaussianPrior,
+    cell_var: float,
+    settings: CertificateSettings,
+    recommended: np.ndarray,
+    row_means: np.ndarray,
+) -> dict[str, Any] | None:
+    """The certificate of the last recommendation, with the arm's ``true_mean`` (``None`` before any batch)."""
+    if not len(recommended):
+        return None
+    arm = int(recommended[-1])
+    sums = np.where(seen, scores, 0.0).sum(axis=1)
+    posterior = posterior_from_statistics(sums, seen.sum(axis=1), seen.shape[1], prior.mean, prior.var, cell_var)
+    return {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
+
+
+def _confidence_stop(
+    stop_when: ConfidenceStop | None, step: int | None, spend: np.ndarray, cost_pct: np.ndarray, regret: np.ndarray
+) -> dict[str, Any] | None:
+    """Where the confidence stop fired: its settings and the step, cost and regret then (``None``: no stop set)."""
+    if stop_when is None:
+        return None
+    fired = step is not None
+    return {
+        "prob_eps_best": stop_when.prob_eps_best,
+        "eps": stop_when.eps,
+        "step": step,
+        "cost": float(spend[step - 1]) if fired else None,
+        "cost_pct": float(cost_pct[step - 1]) if fired else None,
+        "regret": float(regret[step - 1]) if fired else None,
+    }
 
 
 def _check_request(request: Request, seen: np.ndarray, n_arms: int) -> int:

@@ -13,6 +13,7 @@ import pytest
 
 from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
+from gittinseval.core.certificate import ConfidenceStop
 from gittinseval.live import (
     LiveConfig,
     LiveTask,
@@ -22,6 +23,7 @@ from gittinseval.live import (
     evaluate,
     evaluate_async,
 )
+from gittinseval.utils.validation import ConfigError
 from tests.conftest import binary_benchmark
 
 K, N, B = 16, 48, 4
@@ -96,7 +98,7 @@ def test_stop_at_signal_stops_where_the_simulator_saw_the_signal(bench):
     live = evaluate(
         range(K), range(N), MatrixScorer(bench.scores), 1e9, stop_at_signal=True, **options(bench, lam=1e-2)
     )
-    assert live.stop_reason == "stop_signal" and live.stop_signal
+    assert live.stop_reason == "policy" and live.stop_signal
     assert len(live.trace["step"]) == stop_step
     np.testing.assert_array_equal(live.trace["arm"], simulated.trace["arm"][:stop_step])
 
@@ -337,3 +339,39 @@ def test_a_second_cancellation_abandons_the_calls_in_flight_and_a_resume_charges
     resumed = asyncio.run(run())
     assert resumed.stop_reason == "exhausted" and resumed.attempts == {"scored": 8, "failed": 0, "lost": 2}
     assert resumed.spent == 16 + 2 * 2 and resumed.charged_as_expected == 4
+
+
+def test_the_certificate_of_a_live_run_is_the_simulator_s_on_the_same_scores(bench):
+    budget = 0.2 * N * bench.prices.sum()
+    simulated = simulate(bench, GittinsPolicy(B, 1e-3), bench.prices, GaussianPrior(0.6, 0.03), budget_fraction=0.2)
+    live = evaluate(range(K), range(N), MatrixScorer(bench.scores), budget, prior=GaussianPrior(0.6, 0.03),
+                    **options(bench))
+    np.testing.assert_array_equal(live.trace["arm"], simulated.trace["arm"])
+    expected = {key: value for key, value in simulated.summary["certificate"].items() if key != "true_mean"}
+    assert live.summary()["certificate"] == expected
+    # Per arm in the status table: the certificate's intervals and P(best), which sum to 1.
+    assert live.status.prob_best.sum() == pytest.approx(1.0)
+    assert live.status.lower[live.certificate.arm] == live.certificate.lower
+
+
+def test_the_confidence_stop_ends_the_run_where_the_simulator_records_it(bench):
+    stop = {"prob_eps_best": 0.7, "eps": 0.05}
+    simulated = simulate(bench, GittinsPolicy(B, 1e-3), bench.prices, GaussianPrior(), budget_fraction=1.0,
+                         stop_when=ConfidenceStop(**stop))
+    step = simulated.summary["confidence_stop"]["step"]
+    assert step is not None and step < simulated.summary["n_steps"]
+    live = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, stop_when=stop, certificate={"eps": 0.05},
+                    **options(bench))
+    assert live.stop_reason == "confidence" and live.summary()["stop_reason"] == "confidence"
+    assert len(live.trace["step"]) == step
+    assert live.certificate.prob_eps_best >= 0.7 and live.certificate.eps == 0.05
+    # Without the stop the same run goes on.
+    unstopped = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, **options(bench))
+    assert unstopped.stop_reason == "exhausted" and len(unstopped.trace["step"]) > step
+
+
+def test_the_certificate_settings_are_checked_when_the_config_is_built():
+    with pytest.raises(ConfigError, match="certificate.level must be a number in"):
+        LiveConfig(certificate={"level": 1.5})
+    with pytest.raises(ConfigError, match=r"stop_when has unknown keys \['prob'\]"):
+        LiveConfig(stop_when={"prob": 0.9})

@@ -44,3 +44,18 @@ def test_an_arm_whose_scores_are_all_the_same_is_logged_once(caplog):
     assert [record.getMessage() for record in caplog.records] == [
         "arm 0 (a) scored 0 on each of its 20 examples so far: check the grading against the replies"
     ]
+
+
+def test_the_table_shows_each_arm_s_interval_and_p_best_from_the_certificate():
+    from gittinseval.core.certificate import certify, posterior_from_statistics
+    from gittinseval.live.status import LEGEND, ArmStatus
+
+    posterior = posterior_from_statistics([9.0, 3.0], [10, 10], 20, 0.5, 0.04)
+    certificate = certify(posterior, 0)
+    table = ArmStatus.of(posterior, ("a", "b"), [], 1.0, certificate=certificate).format().splitlines()
+    assert table[0].split()[-3:] == ["lo", "hi", "P(best)"]
+    assert table[1].split()[-3:] == [f"{certificate.arm_lower[0]:.3f}", f"{certificate.arm_upper[0]:.3f}",
+                                     f"{certificate.arm_prob_best[0]:.3f}"]
+    assert "P(best): the posterior probability that the arm is the best" in LEGEND
+    without = ArmStatus.of(posterior, ("a", "b"), [], 1.0)
+    assert np.isnan(without.prob_best).all()

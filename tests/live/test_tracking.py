@@ -135,3 +135,18 @@ def test_the_api_key_is_written_nowhere(tmp_path, monkeypatch):
     assert not leaks
     assert secret not in finished.stdout + finished.stderr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["recommended"] is not None
+
+
+def test_the_certificate_is_logged_at_most_once_a_second_and_the_summary_carries_the_final_one(bench, tmp_path):
+    logger = RecordingLogger()
+    result = run(bench, tmp_path / "run.sqlite", 0.3 * N * bench.prices.sum(), logger)
+    (recorded,) = logger.runs
+    assert recorded.metrics["prob_eps_best"] == "spent" and recorded.metrics["interval_upper"] == "spent"
+    rows = recorded.rows
+    # The run takes well under a second: every row shows the first tell's certificate, computed once.
+    first = {key: rows[0][key] for key in ("prob_best", "prob_eps_best", "interval_lower", "interval_upper")}
+    assert all({key: row[key] for key in first} == first for row in rows)
+    final = result.certificate
+    assert recorded.summary["certificate"] == final.as_dict() != {}
+    assert first != {"prob_best": final.prob_best, "prob_eps_best": final.prob_eps_best,
+                     "interval_lower": final.lower, "interval_upper": final.upper}

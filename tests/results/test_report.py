@@ -245,3 +245,26 @@ def test_curves_of_a_swept_setting_are_in_numeric_order():
         runs.append(run)
     (panel,) = panels(rows(runs))
     assert list(panel.curves) == ["GittinsEval-S B=8", "GittinsEval-S B=16", "GittinsEval-S B=32"]
+
+
+def test_runs_carrying_a_certificate_get_its_table_and_runs_without_get_none(tmp_path):
+    from gittinseval import GaussianPrior, GittinsPolicy, simulate
+    from tests.conftest import binary_benchmark
+
+    bench = binary_benchmark(8, 40, seed=3)
+    runs = [simulate(bench, GittinsPolicy(batch_size=4), np.ones(8), GaussianPrior(), budget_fraction=0.2, seed=s,
+                     cost_mode="unit") for s in range(4)]
+    certificates = [run.summary["certificate"] for run in runs]
+    write_report([], tmp_path / "with", figures="none", runs=[RunRow.of(run) for run in runs])
+    table = (tmp_path / "with" / "certificate.md").read_text().splitlines()
+    assert table[0] == "| benchmark | cost | method | runs | P(best) | P(within 0.01) | 95% interval covers |"
+    covered = np.mean([c["lower"] <= bench.row_means[c["arm"]] <= c["upper"] for c in certificates])
+    assert table[2] == (
+        f"| toy | unit | GittinsEval | 4 | {np.mean([c['prob_best'] for c in certificates]):.3f} | "
+        f"{np.mean([c['prob_eps_best'] for c in certificates]):.3f} | {covered:.3f} |"
+    )
+    assert "How sure the final recommendations were" in (tmp_path / "with" / "report.md").read_text()
+    for run in runs:
+        del run.summary["certificate"]
+    write_report([], tmp_path / "without", figures="none", runs=[RunRow.of(run) for run in runs])
+    assert not (tmp_path / "without" / "certificate.md").exists()

@@ -145,3 +145,30 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
         assert result.summary["stop_step"] == single.summary["stop_step"]
     with pytest.raises(ConfigError, match="trials \\(runs per job\\) must be a positive integer"):
         run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")
+
+
+def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stored_runs():
+    """The committed stores are keyed by digests computed before `certificate` and `stop_when` existed."""
+    from gittinseval.sim.results_store import stored_digests
+
+    job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
+           "seed=0"]
+    cfg = compose_config(*job)
+    assert cfg.certificate == {"level": 0.95, "eps": 0.01, "samples": 4096} and cfg.stop_when is None
+    stored = stored_digests(CONFIG_DIR.parent / "docs/results/main_gsm8k_zeroeval.parquet")
+    assert config_digest(cfg) in stored
+    for setting in ("certificate.level=0.9", "certificate.eps=0.02", "+stop_when.prob_eps_best=0.9"):
+        assert config_digest(compose_config(*job, setting)) not in stored, setting
+
+
+def test_a_simulated_run_logs_its_certificate_and_records_the_confidence_stop(tmp_path, caplog):
+    cfg = compose_config("benchmark=gsm8k", "logger=none", "budget=0.05", "certificate.eps=0.05",
+                         "+stop_when={prob_eps_best: 0.5, eps: 0.05}")
+    with caplog.at_level("INFO", logger="gittinseval.sim.experiment"):
+        run_experiment(cfg, tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    certificate, stop = summary["certificate"], summary["confidence_stop"]
+    assert certificate["eps"] == 0.05 and certificate["arm"] == summary["final_recommended"]
+    assert stop["prob_eps_best"] == 0.5 and stop["step"] is not None and stop["cost_pct"] <= 100 * 0.05 + 1
+    assert any(f"P(within 0.05) {certificate['prob_eps_best']:.2f}" in r.getMessage() for r in caplog.records)
+    assert any(f"confidence stop at {stop['cost_pct']:.3g}%" in r.getMessage() for r in caplog.records)

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
+from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, certify, posterior_from_statistics
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.sim.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
 from tests.conftest import binary_benchmark
 
@@ -214,3 +216,66 @@ def test_a_one_arm_benchmark_is_refused():
     one_arm = Benchmark("mine", np.ones((1, 20)))
     with pytest.raises(ValueError, match="benchmark 'mine' has one arm: there is nothing to compare"):
         run(one_arm)
+
+
+
+class RecordingGittins(GittinsPolicy):
+    """GittinsEval that keeps every batch it observed, and the sum and count of its scores per arm."""
+
+    def reset(self, problem, rng):
+        super().reset(problem, rng)
+        self.sums, self.counts, self.batches = np.zeros(problem.n_arms), np.zeros(problem.n_arms, dtype=int), []
+
+    def observe(self, request, scores):
+        super().observe(request, scores)
+        self.sums[request.arm] += np.sum(scores)
+        self.counts[request.arm] += len(scores)
+        self.batches.append((request.arm, np.array(scores)))
+
+
+def test_the_summary_certifies_the_final_recommendation_with_the_run_prior(benchmark):
+    policy, prior = RecordingGittins(batch_size=4), GaussianPrior(0.4, 0.02)
+    summary = simulate(benchmark, policy, np.ones(benchmark.n_arms), prior, budget_fraction=0.3, seed=1).summary
+    arm = summary["final_recommended"]
+    expected = certify(posterior_from_statistics(policy.sums, policy.counts, 64, 0.4, 0.02), arm)
+    assert summary["certificate"] == {**expected.as_dict(), "true_mean": float(benchmark.row_means[arm])}
+    other_prior = certify(posterior_from_statistics(policy.sums, policy.counts, 64, 0.5, 0.04), arm)
+    assert {**other_prior.as_dict(), "true_mean": float(benchmark.row_means[arm])} != summary["certificate"]
+    assert summary["confidence_stop"] is None
+
+
+def test_the_certificate_takes_its_settings_and_a_complete_arm_is_known_exactly():
+    bench = binary_benchmark(6, 40, seed=2)
+    settings = CertificateSettings(level=0.8, eps=0.05, samples=512)
+    result = simulate(bench, GittinsPolicy(batch_size=8), np.ones(6), GaussianPrior(), budget_fraction=1.0,
+                      certificate=settings)
+    cert = result.summary["certificate"]
+    assert (cert["level"], cert["eps"], cert["n_samples"]) == (0.8, 0.05, 512)
+    # A full budget sees every cell: the recommended arm's mean is known, its interval the point.
+    assert cert["lower"] == cert["upper"] == cert["mean"] == pytest.approx(cert["true_mean"])
+
+
+def test_the_run_goes_past_the_confidence_stop_and_records_where_it_fired(benchmark):
+    stop = ConfidenceStop(prob_eps_best=0.6, eps=0.05)
+    policy = RecordingGittins(batch_size=4)
+    result = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(), budget_fraction=0.5,
+                      stop_when=stop)
+    record, trace = result.summary["confidence_stop"], result.trace
+    step = record["step"]
+    assert step is not None and step < result.summary["n_steps"]
+    assert (record["prob_eps_best"], record["eps"]) == (0.6, 0.05)
+    assert record["cost_pct"] == trace["cost_pct"][step - 1] and record["regret"] == trace["regret"][step - 1]
+    assert record["cost"] == trace["cost"][step - 1]
+    # The run ends at the budget regardless, with the trace of a run without the stop.
+    plain = simulate(benchmark, GittinsPolicy(batch_size=4), np.ones(benchmark.n_arms), GaussianPrior(),
+                     budget_fraction=0.5)
+    np.testing.assert_array_equal(plain.trace["arm"], trace["arm"])
+    # Independently: the stop is first reached at that step, on the posterior of the batches up to it.
+    posterior = FiniteBenchmarkPosterior(benchmark.n_arms, 64, 0.5, 0.04, 0.25)
+    first = None
+    for i, (arm, scores) in enumerate(policy.batches):
+        posterior.update(arm, scores)
+        if stop.reached(posterior, trace["recommended"][i]):
+            first = i + 1
+            break
+    assert first == step

@@ -112,6 +112,13 @@ def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert result.stop_reason == "budget" and summary["recommended_label"] == "large-terse"
     assert result.charged_as_expected == 0
+    # The documented status table and certificate line are this run's (the replies and the policy are deterministic).
+    table = page_block("docs/live.md", "   arm  name           seen    mean       M   sd(V)     lcb      lo")
+    status = (tmp_path / "run" / "status.txt").read_text().splitlines()
+    assert all(line in status for line in table.splitlines())
+    line = f"certificate of large-terse: {result.certificate.format()}"
+    assert page_block("docs/live.md", "certificate of large-terse") == line + "\n"
+    assert summary["certificate"] == result.certificate.as_dict() and summary["certificate"]["arm"] == 2
     prices = load_prices(cfg.task.prices)
     scripted = [arm.model_args.custom_outputs for arm in cfg.task.arms]
     per_example = [
@@ -165,7 +172,7 @@ def test_the_documented_scripted_replies_of_your_own_task_run_offline_as_scripte
     # The documented spend and status table (the replies and the policy are deterministic).
     page = " ".join((ROOT / "docs" / "live.md").read_text().split())
     assert f"The run spent ${result.spent:.5g} on {len(result.trace['step'])} calls, each charged" in page
-    header = "   arm  name            seen    mean       M   sd(V)     lcb\n"
+    header = "   arm  name            seen    mean       M   sd(V)     lcb      lo      hi  P(best)\n"
     table = page_block("docs/live.md", header + "     2  large-cached")
     status = (tmp_path / "my_quiz" / "run" / "status.txt").read_text().splitlines()
     assert all(line in status for line in table.splitlines())
