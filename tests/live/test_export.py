@@ -11,11 +11,17 @@ import sqlite3
 import sys
 
 import numpy as np
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
 
 from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior
+from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.live import main
 from gittinseval.data import load_matrix
 from gittinseval.data.long_table import read_long_table
@@ -174,3 +180,20 @@ def test_a_bad_format_or_a_missing_store_is_a_one_line_error(argv, message, monk
     error = capsys.readouterr().err
     assert exit_.value.code == 2 and error == f"gittinseval-live export: error: {error.split('error: ', 1)[1]}"
     assert message in error and error.count("\n") == 1
+
+
+def test_benchmark_matrix_keeps_its_keys_and_takes_the_intersection_with_a_plus(live_run, tmp_path):
+    """``+benchmark.complete=intersect`` reaches the loader; without it the config, and so the digest of runs
+    on a full matrix, is what it was."""
+    _, store, _ = live_run
+    cells, _ = store_tables(store)
+    partial = tmp_path / "partial.csv"
+    pa_csv.write_csv(cells.filter(pc.not_equal(cells.column("example"), 5)).slice(1), partial)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        plain = compose(config_name="config", overrides=["benchmark=matrix", f"benchmark.path={partial}"])
+        kept = compose(config_name="config", overrides=["benchmark=matrix", f"benchmark.path={partial}",
+                                                        "+benchmark.complete=intersect"])
+    assert set(plain.benchmark) == {"_target_", "path", "costs", "name"}
+    with pytest.raises(InstantiationException, match=r"1 cell of 38 missing \(bad-model: 1\)"):
+        instantiate(plain.benchmark)
+    assert instantiate(kept.benchmark).scores.shape == (2, 18)
