@@ -46,7 +46,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from gittinseval.cli.configs import CONFIG_DIR, register_method_aliases, search_path_dirs
-from gittinseval.cli.live import LIVE_CONFIG_NAME
+from gittinseval.cli.live import LIVE_CONFIG_NAME, export
 from gittinseval.cli.simulate import expand_subject_sweep
 from gittinseval.live import fake_server
 from gittinseval.live.app import dry_run, run_live
@@ -285,11 +285,16 @@ def check_make(command: Command) -> None:
             assert arg in targets, f"{command}: the Makefile has no target {arg}"
 
 
+def is_export(command: Command) -> bool:
+    """``gittinseval-live export ...``: a subcommand with a parser of its own, not a Hydra command line."""
+    return command.program == "gittinseval-live" and command.args[:1] == ("export",)
+
+
 def check_command(command: Command, folder: Path) -> None:
     words = (command.program, *command.args)
     if words in KNOWN_COMMANDS or any(words[: len(prefix)] == prefix for prefix in KNOWN_PREFIXES):
         return
-    if command.program in HYDRA_APPS:
+    if command.program in HYDRA_APPS and not is_export(command):
         check_app(command, command.program, command.args, folder)
     elif command.program in CONSOLE_SCRIPTS:
         module, _, function = CONSOLE_SCRIPTS[command.program].partition(":")
@@ -395,14 +400,18 @@ def live_config(command: Command, folder: Path):
 
 
 @pytest.mark.parametrize("page", [page for page in PAGES if f"-m {FAKE_SERVER}" in (ROOT / page).read_text()])
-def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_for(page, tmp_path, monkeypatch):
+def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_for(
+    page, tmp_path, monkeypatch, capsys
+):
     """Each snippet that starts the fake server runs its ``gittinseval-live`` commands against it, as written
-    but for the server's port; each recommends an arm of the model that answers right.  Dry runs run too."""
+    but for the server's port; each recommends an arm of the model that answers right.  Dry runs run too, and
+    the snippet's exports of the stores written."""
     monkeypatch.chdir(tmp_path)
     runs = 0
     for commands in record_commands(page, tmp_path):
         servers = [c for c in commands if c.program == "python" and c.args[:2] == ("-m", FAKE_SERVER)]
-        live = [c for c in commands if c.program == "gittinseval-live"]
+        live = [c for c in commands if c.program == "gittinseval-live" and not is_export(c)]
+        exports = [c for c in commands if is_export(c)]
         for command in (c for c in live if "dry_run=true" in c.args):
             assert dry_run(live_config(command, tmp_path)).startswith("dry run of task")
         if not servers:
@@ -421,4 +430,9 @@ def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_fo
                 assert recommended == good_model, f"{command}: recommended {recommended}; {result.ledger_line()}"
                 assert (tmp_path / run_dir / "status.txt").is_file()
                 runs += 1
+        capsys.readouterr()  # the server's and the runs' output
+        for command in exports:  # of the stores the runs above wrote
+            export(list(command.args[1:]))
+            paths = capsys.readouterr().out.split()
+            assert len(paths) == 2 and all((tmp_path / path).is_file() for path in paths), f"{command}: {paths}"
     assert runs > 0

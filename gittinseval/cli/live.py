@@ -8,9 +8,16 @@ override, bad input data, a store that is refused or in use), 1 when the run
 ends on a failed scoring call or without a recommendation (nothing was scored),
 130 when it was interrupted (Ctrl-C: the run's one-line stopped message, and the
 store closed; a second Ctrl-C abandons the calls in flight).
+
+``gittinseval-live export STORE --format parquet|csv|jsonl [--out PREFIX]`` writes a
+store's cells and ledger as two tables (:mod:`gittinseval.live.export`) and prints
+their paths; its errors are one line too, with exit status 2.
 """
 
 from __future__ import annotations
+
+import argparse
+import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -19,6 +26,8 @@ from omegaconf import DictConfig
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.errors import INTERRUPTED, RunFailure, one_line_errors, run_app
 from gittinseval.live.app import dry_run, run_live
+from gittinseval.live.export import export_store
+from gittinseval.utils.errors import UsageError
 
 __all__ = ["LIVE_CONFIG_NAME", "main"]
 
@@ -41,7 +50,35 @@ def _app(cfg: DictConfig) -> float:
     return result.spent
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, as the other errors of ``gittinseval-live``."""
+
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def export(argv: list[str]) -> None:
+    """``gittinseval-live export``: the store's cells and attempts tables, in one format."""
+    parser = _OneLineParser(
+        prog="gittinseval-live export",
+        description="Write a live run's store as two tables: PREFIX.cells.EXT (one row per scored cell) and "
+        "PREFIX.attempts.EXT (the ledger, one row per scoring call).",
+    )
+    parser.add_argument("store", metavar="STORE", help="the run's SQLite store (read-only; a run may be writing it)")
+    parser.add_argument("--format", required=True, choices=["parquet", "csv", "jsonl"], help="the tables' format")
+    parser.add_argument("--out", metavar="PREFIX", help="where to write the tables (default: STORE without suffix)")
+    args = parser.parse_args(argv)
+    try:
+        paths = export_store(args.store, args.format, args.out)
+    except (FileNotFoundError, UsageError) as error:
+        parser.error(str(error))
+    print("\n".join(str(path) for path in paths))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["export"]:
+        export(sys.argv[2:])
+        return
     run_app("gittinseval-live", _app)
 
 

@@ -1,4 +1,5 @@
-"""A user's own response matrix: ``.npy``, ``.npz`` or ``.csv``, with optional costs."""
+"""A user's own response matrix: ``.npy``, ``.npz``, ``.csv``, ``.parquet`` or a long table of cells, with optional
+costs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from gittinseval.data.benchmark import Benchmark, validate_matrix, validate_prices
+from gittinseval.data.long_table import is_long_table, long_table_matrix
 
 __all__ = ["load_matrix", "read_costs", "read_matrix"]
 
@@ -144,11 +146,35 @@ def read_costs(path: str | Path) -> np.ndarray:
         raise ValueError(f"{path}: the costs must be numbers, one per arm ({error})") from error
 
 
-def load_matrix(path: str, costs: str | None = None, name: str | None = None) -> Benchmark:
+def load_matrix(
+    path: str, costs: str | None = None, name: str | None = None, complete: str | None = None
+) -> Benchmark:
     """A :class:`Benchmark` from a matrix file and an optional per-arm cost file.
 
-    Arms get one-hot configuration features (their own id).
+    Arms get one-hot configuration features (their own id).  A long table of cells
+    (:func:`~gittinseval.data.long_table.is_long_table`, e.g. the ``cells`` table of
+    ``gittinseval-live export``) is pivoted by
+    :func:`~gittinseval.data.long_table.long_table_matrix`: its arm labels name the arms,
+    its ``dollars`` column gives the per-cell costs (``cost=per_cell``; each arm's price is
+    its row mean), and ``complete="intersect"`` keeps only the examples every arm has
+    where a missing cell would otherwise be an error.
     """
+    if is_long_table(path):
+        scores, cell_costs, names, examples = long_table_matrix(path, complete)
+        if cell_costs is not None and costs is not None:
+            raise ValueError(f"{path}: the table's dollars are its per-cell costs; drop benchmark.costs={costs}")
+        return Benchmark(
+            name=name or Path(path).stem,
+            scores=validate_matrix(scores, str(path)),
+            prices=None if costs is None else validate_prices(read_costs(costs), scores.shape[0], str(costs)),
+            cell_costs=cell_costs,
+            arm_names=names,
+            source=str(path),
+            license="user data",
+            details={"example_ids": examples},
+        )
+    if complete is not None:
+        raise ValueError(f"{path}: complete= applies to a long table of cells (columns arm, example, score)")
     scores = validate_matrix(read_matrix(path), str(path))
     prices = None if costs is None else validate_prices(read_costs(costs), scores.shape[0], str(costs))
     return Benchmark(

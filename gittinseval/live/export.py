@@ -1,0 +1,180 @@
+"""A live run's store as two long tables, for the simulator (``benchmark=matrix``), a notebook or another tool.
+
+:func:`export_store` reads a store (:mod:`gittinseval.live.run_store`) in one read-only
+SQLite transaction, so the tables are one consistent snapshot even while a run writes to
+the store, and writes
+
+- ``<out>.cells.<format>``, one row per scored cell: ``arm`` (its index), ``arm_label``,
+  ``arm_name`` (the arm as the store keys it: the name, or the settings as JSON), one
+  column ``arm.<key>`` per setting of a mapping arm (``arm.model``, ``arm.temperature``,
+  ...; a setting that is not a number, string or boolean as JSON text), ``example`` (its
+  position in the task's examples), ``score``, ``dollars``, ``request``, ``attempt``
+  (the ledger row that scored it), ``attempt_number`` (1 for its request's first call)
+  and ``time`` (Unix seconds when it was recorded);
+- ``<out>.attempts.<format>``, the ledger, one row per scoring call: ``attempt``,
+  ``request``, ``arm``, ``arm_label``, ``attempt_number``, ``examples`` (the ids it asked
+  for, as a JSON list), ``n_examples``, ``status`` (``scored``, ``failed``, ``lost``, or
+  null while in flight), ``expected_dollars``, ``reported_dollars`` (null: the call
+  reported none), ``dollars`` (what the run charged), ``charged_as_expected``,
+  ``started_at``, ``finished_at`` (Unix seconds) and ``error``.
+
+Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledger's
+``dollars`` sum to the run's spend.  A cell's ``dollars`` is its share of what its
+request cost: the charges of all the request's calls (failed ones and retries included)
+divided by its number of examples, so the cells of a complete request sum to its cost,
+and the simulator replays a live request at what it cost.  The store does not record
+token counts: a call's tokens are priced into its ``dollars`` as it is charged.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from gittinseval.data.long_table import LONG_FORMATS
+from gittinseval.live.run_store import STORE_FORMAT
+from gittinseval.live.task import arm_labels_of_names
+from gittinseval.utils.errors import UsageError
+
+__all__ = ["export_store", "export_paths", "store_tables"]
+
+
+def export_paths(out: str | Path, file_format: str) -> tuple[Path, Path]:
+    """The ``(cells, attempts)`` files of an export to ``out``: ``<out>.cells.<ext>`` and ``<out>.attempts.<ext>``."""
+    suffix = LONG_FORMATS[file_format]
+    return Path(f"{out}.cells{suffix}"), Path(f"{out}.attempts{suffix}")
+
+
+def _snapshot(path: Path) -> dict[str, list[tuple]]:
+    """The rows of the store's tables, read in one transaction of a read-only connection."""
+    if not path.is_file():
+        raise FileNotFoundError(f"store not found: {path}")
+    queries = {
+        "arms": "SELECT arm, name FROM arms ORDER BY arm",
+        "format": "SELECT value FROM settings WHERE key = 'format'",
+        "attempts": "SELECT a.id, a.request, r.arm, a.examples, a.expected, a.started_at, a.finished_at, a.outcome, "
+        "a.reported_cost, a.charged, a.charged_as_expected, a.error FROM attempts a "
+        "JOIN requests r ON r.id = a.request ORDER BY a.started_seq",
+        "requests": "SELECT id, examples FROM requests",
+        "cells": "SELECT arm, example, score, time, request, attempt FROM cells ORDER BY arm, example",
+    }
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as error:
+        raise UsageError(f"store {path} cannot be opened ({error})") from None
+    try:
+        connection.execute("BEGIN")  # deferred: one snapshot from the first read to the COMMIT, writers go on
+        rows = {name: connection.execute(query).fetchall() for name, query in queries.items()}
+        connection.execute("COMMIT")
+    except sqlite3.Error as error:
+        raise UsageError(f"store {path} is not a gittinseval store (SQLite says: {error})") from None
+    finally:
+        connection.close()
+    found = json.loads(rows["format"][0][0]) if rows["format"] else None
+    if found != STORE_FORMAT:
+        raise UsageError(f"store {path} is in format {found}, this gittinseval reads format {STORE_FORMAT}")
+    return rows
+
+
+def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
+    """``arm.<key>`` columns ``[K]`` of the arms' settings (null where an arm lacks the key)."""
+    settings = []
+    for name in names:
+        try:
+            arm = json.loads(name) if name.startswith("{") else {}
+        except json.JSONDecodeError:
+            arm = {}
+        settings.append(arm)
+    keys = list(dict.fromkeys(key for arm in settings for key in arm))
+    columns = {}
+    for key in keys:
+        values = [arm.get(key) for arm in settings]
+        scalar = all(value is None or isinstance(value, str | int | float | bool) for value in values)
+        kinds = {bool if isinstance(value, bool) else str if isinstance(value, str) else float
+                 for value in values if value is not None}
+        if not scalar or len(kinds) > 1:  # a column of one type in every format: the rest as JSON text
+            values = [None if value is None else json.dumps(value, sort_keys=True) for value in values]
+        columns[f"arm.{key}"] = values
+    return columns
+
+
+def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
+    """The ``(cells, attempts)`` tables of a store (columns in the module docstring), from one snapshot."""
+    rows = _snapshot(Path(store))
+    names = [name for _, name in rows["arms"]]
+    labels = arm_labels_of_names(names)
+    size = {request: len(json.loads(examples)) for request, examples in rows["requests"]}
+    charged: dict[int, float] = defaultdict(float)
+    number: dict[int, int] = {}
+    seen: dict[int, int] = defaultdict(int)
+    for attempt, request, *_, cost, _, _ in rows["attempts"]:
+        charged[request] += cost or 0.0
+        seen[request] += 1
+        number[attempt] = seen[request]
+    ledger = rows["attempts"]
+    attempts = pa.table({
+        "attempt": pa.array([row[0] for row in ledger], pa.int64()),
+        "request": pa.array([row[1] for row in ledger], pa.int64()),
+        "arm": pa.array([row[2] for row in ledger], pa.int64()),
+        "arm_label": pa.array([labels[row[2]] for row in ledger], pa.string()),
+        "attempt_number": pa.array([number[row[0]] for row in ledger], pa.int64()),
+        "examples": pa.array([row[3] for row in ledger], pa.string()),
+        "n_examples": pa.array([len(json.loads(row[3])) for row in ledger], pa.int64()),
+        "status": pa.array([row[7] for row in ledger], pa.string()),
+        "expected_dollars": pa.array([row[4] for row in ledger], pa.float64()),
+        "reported_dollars": pa.array([row[8] for row in ledger], pa.float64()),
+        "dollars": pa.array([row[9] for row in ledger], pa.float64()),
+        "charged_as_expected": pa.array([row[10] for row in ledger], pa.float64()),
+        "started_at": pa.array([row[5] for row in ledger], pa.float64()),
+        "finished_at": pa.array([row[6] for row in ledger], pa.float64()),
+        "error": pa.array([row[11] for row in ledger], pa.string()),
+    })
+    cells = rows["cells"]
+    settings = _settings_columns(names)
+    cells_table = pa.table({
+        "arm": pa.array([row[0] for row in cells], pa.int64()),
+        "arm_label": pa.array([labels[row[0]] for row in cells], pa.string()),
+        "arm_name": pa.array([names[row[0]] for row in cells], pa.string()),
+        **{key: pa.array([values[row[0]] for row in cells]) for key, values in settings.items()},
+        "example": pa.array([row[1] for row in cells], pa.int64()),
+        "score": pa.array([row[2] for row in cells], pa.float64()),
+        "dollars": pa.array([charged[row[4]] / size[row[4]] for row in cells], pa.float64()),
+        "request": pa.array([row[4] for row in cells], pa.int64()),
+        "attempt": pa.array([row[5] for row in cells], pa.int64()),
+        "attempt_number": pa.array([number[row[5]] for row in cells], pa.int64()),
+        "time": pa.array([row[3] for row in cells], pa.float64()),
+    })
+    return cells_table, attempts
+
+
+def _write(table: pa.Table, path: Path, file_format: str) -> None:
+    import pyarrow.csv
+    import pyarrow.parquet
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if file_format == "parquet":
+        pyarrow.parquet.write_table(table, path)
+    elif file_format == "csv":
+        pyarrow.csv.write_csv(table, path)
+    else:
+        with open(path, "w") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in table.to_pylist())
+
+
+def export_store(store: str | Path, file_format: str, out: str | Path | None = None) -> tuple[Path, Path]:
+    """Write the store's cells and attempts tables (:func:`store_tables`) as ``file_format`` (``parquet``,
+    ``csv`` or ``jsonl``) to :func:`export_paths` of ``out`` (default: the store's path without its suffix);
+    returns the two paths."""
+    if file_format not in LONG_FORMATS:
+        raise UsageError(f"format must be one of {', '.join(LONG_FORMATS)}, got {file_format!r}")
+    store = Path(store)
+    tables = store_tables(store)
+    paths = export_paths(store.with_suffix("") if out is None else out, file_format)
+    for table, path in zip(tables, paths, strict=True):
+        _write(table, path, file_format)
+    return paths

@@ -1,0 +1,199 @@
+"""``gittinseval-live export``: a store's cells and ledger leave it as tables, and come back as a matrix.
+
+The run is exhaustive on the bundled arithmetic examples against the fake server, with a batch that fails
+half-way and is retried: its tables are checked against the store's own rows and the server's bill, and
+read back by ``benchmark=matrix`` for the simulator to replay.
+"""
+
+import json
+import shutil
+import sqlite3
+import sys
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from baselines.uniform import UniformPolicy
+from gittinseval import GaussianPrior
+from gittinseval.cli.configs import CONFIG_DIR
+from gittinseval.cli.live import main
+from gittinseval.data import load_matrix
+from gittinseval.data.long_table import read_long_table
+from gittinseval.live import RunStore
+from gittinseval.live.export import export_store, store_tables
+from gittinseval.live.fake_server import FakeChatServer
+from gittinseval.sim.simulator import simulate
+from tests.live.test_ledger import ARMS, PROMPT_TOKENS, answers, run
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory):
+    """``(result, store, server bill)`` of an exhaustive run whose first batch fails after two answers."""
+    from gittinseval.live.tasks.scoring import read_jsonl
+
+    examples = read_jsonl()
+    store = tmp_path_factory.mktemp("export") / "run.sqlite"
+    server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
+    try:
+        server.plan = ["ok", "ok", 503, 503]
+        result = run(examples, server, store)
+        bill = server.cost_of_calls()
+    finally:
+        server.close()
+    assert result.stop_reason == "exhausted" and result.attempts["failed"] == 1
+    return result, store, bill
+
+
+def store_rows(store, query):
+    with sqlite3.connect(store) as db:
+        return db.execute(query).fetchall()
+
+
+def test_the_ledger_table_sums_to_the_spend_and_the_bill_after_a_half_failed_batch(live_run, tmp_path):
+    result, store, bill = live_run
+    cells_path, attempts_path = export_store(store, "parquet", tmp_path / "run")
+    assert (cells_path.name, attempts_path.name) == ("run.cells.parquet", "run.attempts.parquet")
+    attempts = pq.read_table(attempts_path).to_pylist()
+    assert len(attempts) == 11 and sum(row["dollars"] for row in attempts) == pytest.approx(result.spent, rel=1e-12)
+    assert result.spent == pytest.approx(bill, rel=1e-12)
+    (failed,) = [row for row in attempts if row["status"] == "failed"]
+    (retry,) = [row for row in attempts if row["request"] == failed["request"] and row["status"] == "scored"]
+    assert "503" in failed["error"] and (failed["attempt_number"], retry["attempt_number"]) == (1, 2)
+    assert ARMS[failed["arm"]]["model"] in failed["arm_label"]
+    cells = pq.read_table(cells_path)
+    kept = {row["example"] for row in cells.to_pylist() if row["attempt"] == failed["attempt"]}
+    assert len(kept) == 2 and retry["n_examples"] == 2
+    assert set(json.loads(retry["examples"])) == set(json.loads(failed["examples"])) - kept
+    # Every request was told, so the cells (each its request's cost over its size) sum to the spend too.
+    assert cells.num_rows == 2 * 20 and sum(cells.column("dollars").to_pylist()) == pytest.approx(result.spent)
+    assert cells.column("arm.model").to_pylist() == [ARMS[arm]["model"] for arm in cells.column("arm").to_pylist()]
+
+
+def test_the_simulator_replays_the_exported_run_cell_for_cell_at_the_ledgers_cost(live_run, tmp_path):
+    result, store, _ = live_run
+    cells_path, _ = export_store(store, "parquet", tmp_path / "run")
+    benchmark = load_matrix(str(cells_path))
+    live = {(arm, example): score for arm, example, score in store_rows(store, "SELECT arm, example, score FROM cells")}
+    assert benchmark.scores.shape == (2, 20) and len(live) == 40
+    assert all(benchmark.scores[arm, example] == score for (arm, example), score in live.items())
+    # Each cell costs its request's calls (from the ledger's rows) over the request's size.
+    charged = dict(store_rows(store, "SELECT request, SUM(charged) FROM attempts GROUP BY request"))
+    sizes = {request: len(json.loads(ids)) for request, ids in store_rows(store, "SELECT id, examples FROM requests")}
+    for arm, example, request in store_rows(store, "SELECT arm, example, request FROM cells"):
+        assert benchmark.cell_costs[arm, example] == pytest.approx(charged[request] / sizes[request], rel=1e-12)
+
+    observed = {}
+
+    class Recording(UniformPolicy):
+        def observe(self, request, scores):
+            observed.update(zip(((request.arm, int(e)) for e in request.examples), scores.tolist(), strict=True))
+            super().observe(request, scores)
+
+    replay = simulate(
+        benchmark, Recording(4), benchmark.prices, GaussianPrior(), budget_fraction=1.0,
+        cell_costs=benchmark.cell_costs,
+    )
+    assert observed == live and replay.summary["total_cost"] == pytest.approx(result.spent, rel=1e-12)
+
+
+def test_csv_and_jsonl_exports_equal_the_parquet_one(live_run, tmp_path):
+    _, store, _ = live_run
+    tables = {}
+    for file_format in ("parquet", "csv", "jsonl"):
+        for name, path in zip(("cells", "attempts"), export_store(store, file_format, tmp_path / "run"), strict=True):
+            tables[file_format, name] = read_long_table(path).to_pylist()
+    for name in ("cells", "attempts"):
+        assert tables["csv", name] == tables["parquet", name] == tables["jsonl", name]
+    assert len(tables["parquet", "cells"]) == 40 and any(row["error"] for row in tables["csv", "attempts"])
+
+
+def test_an_export_reads_one_snapshot_while_a_run_writes_the_store(live_run, tmp_path, monkeypatch):
+    """The export takes no lock, and a write committed between two of its reads is in neither table."""
+    _, store, _ = live_run
+    copy = tmp_path / "writing.sqlite"
+    shutil.copy(store, copy)
+    writer = RunStore(copy)  # holds the store's lock, as a running run does
+    connect = sqlite3.connect
+
+    class WrittenAfterTheFirstRead:
+        def __init__(self, *args, **kwargs):
+            self.connection, self.reads = connect(*args, **kwargs), 0
+
+        def execute(self, query):
+            found = self.connection.execute(query)
+            self.reads += query.startswith("SELECT")
+            if self.reads == 1:
+                with writer._transaction() as cursor:
+                    cursor.execute("DELETE FROM cells")
+                    cursor.execute("DELETE FROM attempts WHERE id NOT IN (SELECT MIN(id) FROM attempts)")
+            return found
+
+        def close(self):
+            self.connection.close()
+
+    monkeypatch.setattr(sqlite3, "connect", WrittenAfterTheFirstRead)
+    try:
+        cells, attempts = store_tables(copy)
+    finally:
+        writer.close()
+    assert cells.num_rows == 40 and attempts.num_rows == 11
+
+
+def test_missing_cells_are_refused_naming_the_arms_unless_the_examples_every_arm_has_are_kept(live_run, tmp_path):
+    _, store, _ = live_run
+    cells, _ = store_tables(store)
+    rows = [row for row in cells.to_pylist() if not (row["arm"] == 1 and row["example"] in (3, 7))]
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    label = rows[-1]["arm_label"]
+    with pytest.raises(ValueError, match=rf"2 cells of 40 missing \({label}: 2\); give \+benchmark.complete=intersect"):
+        load_matrix(str(partial))
+    kept = load_matrix(str(partial), complete="intersect")
+    every_arm = [e for e in range(20) if e not in (3, 7)]
+    assert kept.scores.shape == (2, 18) and kept.details["example_ids"].tolist() == every_arm
+    full = load_matrix(str(export_store(store, "jsonl", tmp_path / "run")[0]))
+    assert np.array_equal(kept.scores, full.scores[:, every_arm])
+    assert np.array_equal(kept.cell_costs, full.cell_costs[:, every_arm])
+    partial.write_text("".join(json.dumps(row) + "\n" for row in [*rows, rows[0]]))
+    with pytest.raises(ValueError, match="has 2 rows for example"):
+        load_matrix(str(partial))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run.sqlite", "--format", "xlsx"], "argument --format: invalid choice: 'xlsx'"),
+        (["absent.sqlite", "--format", "csv"], "store not found: absent.sqlite"),
+    ],
+)
+def test_a_bad_format_or_a_missing_store_is_a_one_line_error(argv, message, monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["gittinseval-live", "export", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and error == f"gittinseval-live export: error: {error.split('error: ', 1)[1]}"
+    assert message in error and error.count("\n") == 1
+
+
+def test_benchmark_matrix_keeps_its_keys_and_takes_the_intersection_with_a_plus(live_run, tmp_path):
+    """``+benchmark.complete=intersect`` reaches the loader; without it the config, and so the digest of runs
+    on a full matrix, is what it was."""
+    _, store, _ = live_run
+    cells, _ = store_tables(store)
+    partial = tmp_path / "partial.csv"
+    pa_csv.write_csv(cells.filter(pc.not_equal(cells.column("example"), 5)).slice(1), partial)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        plain = compose(config_name="config", overrides=["benchmark=matrix", f"benchmark.path={partial}"])
+        kept = compose(config_name="config", overrides=["benchmark=matrix", f"benchmark.path={partial}",
+                                                        "+benchmark.complete=intersect"])
+    assert set(plain.benchmark) == {"_target_", "path", "costs", "name"}
+    with pytest.raises(InstantiationException, match=r"1 cell of 38 missing \(bad-model: 1\)"):
+        instantiate(plain.benchmark)
+    assert instantiate(kept.benchmark).scores.shape == (2, 18)
