@@ -8,7 +8,7 @@ tokens for the bundled data; a live task's prices, see :func:`live_deployment_pr
 
 - ``accuracy`` (the paper's, the default): the policy's own recommendation; the
   certificate is that of ``Zbar_k``.
-- ``value``: the arm of the largest ``Zbar_k - mu p_k``, with ``mu >= 0`` in score points
+- ``value``: the arm of the largest ``Zbar_k - mu p_k``, with ``mu >= 0`` in score units
   per unit of price (per dollar per 1M tokens, or per dollar per request, as the prices
   are given).  The price is known, so the value of arm ``k`` is its accuracy plus the
   known offset ``b_k = -mu p_k``: its posterior is ``N(M_k + b_k, V_k)``.  The
@@ -73,7 +73,7 @@ def value_offsets(prices: ArrayLike, mu: float) -> np.ndarray:
 
     Args:
         prices: ``[K]`` deployment price of each arm, ``>= 0``.
-        mu: score points per unit of price, ``>= 0``.
+        mu: score units per unit of price, ``>= 0``.
     """
     prices = np.asarray(prices, dtype=np.float64)
     if prices.ndim != 1 or not np.all(np.isfinite(prices)) or np.any(prices < 0):
@@ -103,7 +103,7 @@ class Objective:
 
     Attributes:
         name: ``accuracy``, ``value`` or ``cheapest_within``.
-        mu: ``value``: score points per unit of deployment price, ``>= 0``.
+        mu: ``value``: score units per unit of deployment price, ``>= 0`` (0.01: a point of accuracy).
         eps: ``cheapest_within``: the tolerance of ``P(eps-best)``, in score units.
         delta: ``cheapest_within``: an arm qualifies when ``P(eps-best) >= 1 - delta``, ``delta`` in (0, 1).
     """

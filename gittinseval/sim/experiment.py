@@ -12,6 +12,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
@@ -31,6 +32,9 @@ __all__ = [
 
 # Settings that do not change a run's result: a finished run is reused across them.
 RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
+# Settings added after runs were stored, with their defaults.  At its default a setting is left out of
+# the digest, so the digests of the stored runs (docs/results/*.parquet) stay theirs.
+LATER_SETTINGS = {"objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05}}
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
 CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
@@ -39,10 +43,14 @@ log = logging.getLogger(__name__)
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`: equal digests, equal runs."""
+    """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`, nor the :data:`LATER_SETTINGS`
+    at their defaults: equal digests, equal runs."""
     settings = OmegaConf.to_container(cfg, resolve=True)
     for key in RESULT_NEUTRAL_KEYS:
         settings.pop(key, None)
+    for key, default in LATER_SETTINGS.items():
+        if key in settings and settings[key] == default:
+            del settings[key]
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
@@ -158,6 +166,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             prior_name=prior.name,
             progress=bool(cfg.progress),
             cell_costs=cost_model.cell_costs(benchmark),
+            objective=Objective.from_config(cfg.get("objective")),
         )
     result.summary["threads"] = threads
     return result
