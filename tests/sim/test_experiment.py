@@ -166,7 +166,8 @@ def test_a_value_run_recommends_by_value_and_records_its_objective(tmp_path):
     job = ["benchmark=matrix", f"benchmark.path={example / 'scores.csv'}", f"benchmark.costs={example / 'prices.csv'}",
            "prior=general", "logger=none", "budget=1", "seed=0"]
     accuracy = run_experiment(compose_config(*job), tmp_path / "accuracy").summary
-    value = run_experiment(compose_config(*job, "objective.name=value", "objective.mu=0.05"), tmp_path / "value").summary
+    value_cfg = compose_config(*job, "objective.name=value", "objective.mu=0.05")
+    value = run_experiment(value_cfg, tmp_path / "value").summary
     assert "objective" not in accuracy
     assert value["objective"] == {"name": "value", "mu": 0.05, "qualified": None}
     # The whole budget: both end on the best arm of their objective, at zero regret.
