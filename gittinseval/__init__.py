@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gittinseval.core.costs import CellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
+from gittinseval.core.objective import Objective
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import BenchmarkPrior, EmpiricalPrior, GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
@@ -40,6 +41,7 @@ __all__ = [
     "FiniteBenchmarkPosterior",
     "GaussianPrior",
     "GittinsPolicy",
+    "Objective",
     "Policy",
     "PriceCost",
     "RandomExampleOrder",
