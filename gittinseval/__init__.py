@@ -16,6 +16,7 @@ from gittinseval.core.certificate import Certificate, CertificateSettings, Confi
 from gittinseval.core.costs import CellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
+from gittinseval.core.objective import Objective
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import BenchmarkPrior, EmpiricalPrior, GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
@@ -44,6 +45,7 @@ __all__ = [
     "FiniteBenchmarkPosterior",
     "GaussianPrior",
     "GittinsPolicy",
+    "Objective",
     "Policy",
     "PriceCost",
     "RandomExampleOrder",

@@ -65,6 +65,15 @@ class GittinsPolicy(Policy):
     ``argmax_k M_k - kappa sqrt(V_k)`` over all arms (kappa = 1: the paper's LCB
     rule; kappa = 0: the posterior-mean rule).
 
+    Known offsets (the ``value`` objective): with ``problem.offsets`` ``b``, every arm's
+    index, completed mean and recommendation score gain ``b_k``,
+
+        G_k = M_k + b_k - r_{k, n_k},   G_k = Zbar_k + b_k,   M_k + b_k - kappa sqrt(V_k),
+
+    which are exactly the quantities of a run on the scores ``Z_kj + b_k`` under the prior
+    ``N(mu_0 + b_k, v_0)``, with the same roots (proof in :mod:`gittinseval.core.objective`).
+    The posterior, and GittinsEval-EB's prior fit, stay on the scores themselves.
+
     GittinsEval-EB (``prior_estimator`` given): the shared prior starts as the
     problem's ``N(prior_mean, prior_var)`` and is refitted from the arms' score
     sums and counts by the estimator (see
@@ -94,6 +103,7 @@ class GittinsPolicy(Policy):
     name = "gittins"
     label = "GittinsEval"
     concurrent = True
+    follows_offsets = True
 
     def __init__(
         self,
@@ -137,6 +147,7 @@ class GittinsPolicy(Policy):
         )
         self.distinct_costs, self.arm_table = np.unique(problem.costs, return_inverse=True)
         self.batch_sizes = chain.batch_sizes.astype(np.int64)
+        self.offsets = np.zeros(n_arms) if problem.offsets is None else problem.offsets
         self.order = RandomExampleOrder(n_arms, n_examples, rng)
         self.priority = rng.permutation(n_arms)
         self.tie_order = np.argsort(self.priority)
@@ -172,8 +183,9 @@ class GittinsPolicy(Policy):
     def _refresh_all_arms(self) -> None:
         """Every arm's index and recommendation score from the current posterior."""
         post = self.posterior
-        self.index = post.mean - self.roots[self.arm_table, post.n_batches]
-        self.recommend_score = post.mean - self.kappa * np.sqrt(post.variance)
+        target = post.mean + self.offsets
+        self.index = target - self.roots[self.arm_table, post.n_batches]
+        self.recommend_score = target - self.kappa * np.sqrt(post.variance)
         # Selection sees only unfinished arms; the stopping rule compares them with
         # the completed ones.
         self.open_index = np.where(post.completed, -np.inf, self.index)
@@ -213,8 +225,9 @@ class GittinsPolicy(Policy):
         if self.prior_estimator is not None and self.n_observed >= self.next_fit:
             self._fit_prior()
         else:
-            self.index[arm] = post.mean[arm] - self.roots[self.arm_table[arm], post.n_batches[arm]]
-            self.recommend_score[arm] = post.mean[arm] - self.kappa * math.sqrt(post.variance[arm])
+            target = post.mean[arm] + self.offsets[arm]
+            self.index[arm] = target - self.roots[self.arm_table[arm], post.n_batches[arm]]
+            self.recommend_score[arm] = target - self.kappa * math.sqrt(post.variance[arm])
             if post.n_seen[arm] == post.n_examples:
                 self.open_index[arm] = -np.inf
                 self.best_completed_index = max(self.best_completed_index, float(self.index[arm]))

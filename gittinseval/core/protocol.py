@@ -77,6 +77,10 @@ class EvaluationProblem:
             or ``None``.
         default_batch_size: the benchmark's default batch size, for policies
             configured without one (see :func:`resolve_batch_size`).
+        offsets: ``[K]`` known amount ``b_k`` added to each arm's score in what the run
+            optimises (the ``value`` objective's ``-mu p_k``, see
+            :mod:`~gittinseval.core.objective`), or ``None`` (zeros).  Read only by a
+            policy with ``follows_offsets = True``.
     """
 
     n_examples: int
@@ -87,6 +91,7 @@ class EvaluationProblem:
     binary: bool = field(kw_only=True)
     features: np.ndarray | None = None
     default_batch_size: int | None = None
+    offsets: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         costs = np.asarray(self.costs, dtype=np.float64)
@@ -101,6 +106,11 @@ class EvaluationProblem:
         if self.features is not None and len(self.features) != costs.size:
             raise ValueError(f"features has {len(self.features)} rows for {costs.size} arms")
         object.__setattr__(self, "costs", costs)
+        if self.offsets is not None:
+            offsets = np.asarray(self.offsets, dtype=np.float64)
+            if offsets.shape != costs.shape or not np.all(np.isfinite(offsets)):
+                raise ValueError(f"offsets must be {costs.size} finite numbers, one per arm, got {self.offsets!r}")
+            object.__setattr__(self, "offsets", offsets)
 
     @property
     def n_arms(self) -> int:
@@ -204,6 +214,9 @@ class Policy(ABC):
       at most one request in flight.
     - ``live_limitation``: why the policy cannot evaluate live, or ``None``.
     - ``requires_binary``: the policy models 0/1 scores only.
+    - ``follows_offsets``: the policy allocates, recommends and stops on each arm's score
+      plus the problem's known ``offsets`` (GittinsEval).  A driver recommends for the
+      other policies from the run's posterior (:mod:`~gittinseval.core.objective`).
 
     A policy that draws its examples from a :class:`RandomExampleOrder` keeps it
     in ``self.order``; :meth:`cancel` then needs no code of its own.
@@ -217,6 +230,7 @@ class Policy(ABC):
     concurrent: ClassVar[bool] = False
     live_limitation: ClassVar[str | None] = None
     requires_binary: ClassVar[bool] = False
+    follows_offsets: ClassVar[bool] = False
     order: RandomExampleOrder | None = None
 
     @abstractmethod

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.core.certificate import CertificateSettings, ConfidenceStop
 from gittinseval.core.gittins import GittinsPolicy
+from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy, Request
 from gittinseval.data import Benchmark
@@ -62,6 +63,12 @@ class LiveConfig:
         log_dir: where a W&B run is written (default: the store's folder, else the
             current one).
         on_tell: ``on_tell(request, scores, cost)`` after each tell.
+        objective: what the run recommends (:class:`~gittinseval.core.objective.Objective`).
+            Live, an arm's deployment price is its expected dollars per example (per
+            request), so ``value``'s ``mu`` is in score units per dollar per request;
+            a task without expected dollars (``costs="unit"`` or reported costs) has
+            no prices, and only ``accuracy`` applies.  A non-default objective is part
+            of the store.
     """
 
     budget_usd: float | None = None
@@ -81,6 +88,7 @@ class LiveConfig:
     log_config: dict[str, Any] | None = None
     log_dir: Path | None = None
     on_tell: Callable[[Request, np.ndarray, float], None] | None = None
+    objective: Objective = field(default_factory=Objective)
 
     def __post_init__(self) -> None:
         checked = {
@@ -101,6 +109,8 @@ class LiveConfig:
             object.__setattr__(self, name, value)
         if not isinstance(self.policy, Policy):
             raise ValueError(f"policy must be a gittinseval.core.protocol.Policy, got {type(self.policy).__name__}")
+        if not isinstance(self.objective, Objective):
+            raise ValueError(f"objective must be a gittinseval.core.objective.Objective, got {self.objective!r}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
         if self.fork is not None and self.store is not None and self.fork.resolve() == self.store.resolve():
@@ -135,4 +145,5 @@ class LiveConfig:
             logger=instantiate(cfg.logger),
             log_config=OmegaConf.to_container(cfg, resolve=True),
             log_dir=Path(output_dir),
+            objective=Objective.from_config(cfg.get("objective")),
         )

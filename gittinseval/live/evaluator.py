@@ -25,7 +25,7 @@ from gittinseval.live.replay import replay
 from gittinseval.live.run_store import AttemptOutcome, RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
 from gittinseval.live.store_identity import define_or_check, run_settings, stored_run
-from gittinseval.live.task import LiveTask, TaskDefinition
+from gittinseval.live.task import DOLLARS, LiveTask, TaskDefinition
 
 __all__ = ["Evaluator"]
 
@@ -115,9 +115,16 @@ class Evaluator:
         self.policy = config.policy
         self.budget_usd = config.budget_usd
         self.certificate_settings = config.certificate
+        self.objective = config.objective
+        # Deployment prices: the expected dollars of a request (per example) of each arm.
+        self.deployment_prices = task.costs if self.objective.needs_prices and task.cost_unit == DOLLARS else None
+        offsets = self.objective.offsets(self.deployment_prices, task.n_arms)
+        self.chooses = self.objective.name != "accuracy" and not (
+            self.objective.name == "value" and self.policy.follows_offsets
+        )
         prior = config.prior
         # Refused before a store is made: a policy that cannot run live.
-        check_live_support(self.policy, self._problem(task, prior, None))
+        check_live_support(self.policy, self._problem(task, prior, None, offsets))
         self.store = RunStore(config.run_store)
         try:
             stored = self.store.load_definition()
@@ -128,13 +135,16 @@ class Evaluator:
                 raw_budget = None
             else:
                 raw_budget = config.budget_usd / task.dollars_per_raw_unit
-            self.policy.reset(self._problem(task, prior, raw_budget), np.random.default_rng(config.seed))
+            self.policy.reset(self._problem(task, prior, raw_budget, offsets), np.random.default_rng(config.seed))
             report = self.policy.posterior_report()
             self.kappa = float(report.kappa)
             self.posterior = FiniteBenchmarkPosterior(
                 task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
             )
             self.settings = run_settings(task, prior, self.policy, config.seed)
+            if self.objective.name != "accuracy":
+                # Only then: the stores made before objectives existed keep their settings.
+                self.settings["objective"] = self.objective.as_dict()
             arm_costs = np.zeros(self.n_arms) if self.costs is None else self.costs
             forks = config.fork is not None and config.store is not None and config.store.is_file()
             meta = {"policy_budget": raw_budget, "forked_from": str(config.store) if forks else None}
@@ -151,8 +161,11 @@ class Evaluator:
             raise
 
     @staticmethod
-    def _problem(task: TaskDefinition, prior: GaussianPrior, raw_budget: float | None) -> EvaluationProblem:
-        """The policy's view of the run: raw costs, and the raw budget (``None``: the exhaustive cost)."""
+    def _problem(
+        task: TaskDefinition, prior: GaussianPrior, raw_budget: float | None, offsets: np.ndarray
+    ) -> EvaluationProblem:
+        """The policy's view of the run: raw costs, the raw budget (``None``: the exhaustive cost) and the
+        objective's offsets."""
         raw_costs = task.raw_costs()
         return EvaluationProblem(
             n_examples=task.n_examples,
@@ -161,6 +174,7 @@ class Evaluator:
             prior_mean=prior.mean,
             prior_var=prior.var,
             binary=task.binary,
+            offsets=offsets,
         )
 
     @classmethod
@@ -417,7 +431,15 @@ class Evaluator:
         self.policy.observe(request, scores)
         self.posterior.update(request.arm, scores)
         self._seen[request.arm, request.examples] = True
-        self._trace.append((request.arm, request.size, self.spent, self.policy.recommend(), self.stop_signal))
+        self._trace.append((request.arm, request.size, self.spent, self._recommended_arm(), self.stop_signal))
+
+    def _recommended_arm(self) -> int:
+        """The arm recommended under the run's objective: the policy's, or the objective's choice from the
+        run's posterior for a policy that does not follow the objective itself."""
+        arm = int(self.policy.recommend())
+        if not self.chooses:
+            return arm
+        return self.objective.choose(self.posterior, self.deployment_prices, arm, kappa=self.kappa).arm
 
     def _describe_unknown(self, request: Request) -> str:
         arm = int(request.arm)
@@ -445,7 +467,7 @@ class Evaluator:
         would be a guess)."""
         if not self._trace:
             return None
-        arm = int(self.policy.recommend())
+        arm = self._recommended_arm()
         mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
         lcb = mean - self.kappa * math.sqrt(variance)
         return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
@@ -459,12 +481,12 @@ class Evaluator:
         """
         if not self._trace:
             return None
-        return self.certificate_settings.certify(self.posterior, int(self.policy.recommend()))
+        return self.certificate_settings.certify(self.posterior, self._recommended_arm())
 
     def confident(self, stop: ConfidenceStop) -> bool:
         """Whether ``stop`` is reached: the recommended arm is eps-best with its probability.  Cheap in most
         calls (Gaussian bounds decide; Monte Carlo only when they do not), so a driver asks after each tell."""
-        return bool(self._trace) and stop.reached(self.posterior, int(self.policy.recommend()))
+        return bool(self._trace) and stop.reached(self.posterior, self._recommended_arm())
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.core.certificate import DEFAULT_SAMPLES, CertificateSettings, ConfidenceStop, format_certificate
+from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
@@ -34,10 +35,12 @@ __all__ = [
 RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads")
 # Settings added after runs were stored, with their defaults.  At its default a setting is left out of
 # the digest, so the digests of the stored runs (docs/results/*.parquet) stay theirs; any other value
-# changes the summary (another certificate, a recorded confidence stop) and so the digest.
+# changes the summary (another certificate, a recorded confidence stop, another recommendation) and
+# so the digest.
 LATER_SETTINGS = {
     "certificate": {"level": 0.95, "eps": 0.01, "samples": DEFAULT_SAMPLES},
     "stop_when": None,
+    "objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05},
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +175,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             cell_costs=cost_model.cell_costs(benchmark),
             certificate=CertificateSettings.of(cfg.get("certificate")),
             stop_when=ConfidenceStop.of(cfg.get("stop_when")),
+            objective=Objective.from_config(cfg.get("objective")),
         )
     result.summary["threads"] = threads
     return result

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, posterior_from_statistics
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 from gittinseval.data import Benchmark
@@ -115,6 +116,7 @@ def simulate(
     cell_costs: np.ndarray | None = None,
     certificate: CertificateSettings | None = None,
     stop_when: ConfidenceStop | None = None,
+    objective: Objective | None = None,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
@@ -147,6 +149,17 @@ def simulate(
             ``N * costs``, so that the budget is the same fraction of all cells.
         certificate: level, eps and Monte Carlo samples of the certificate (``None``: the defaults).
         stop_when: the confidence stop to record (``None``: none; the run never ends at it).
+        objective: what the run recommends (:class:`~gittinseval.core.objective.Objective`;
+            ``None``: ``accuracy``, the policy's own recommendation).  ``value`` and
+            ``cheapest_within`` read the benchmark's prices as deployment prices.  Under
+            ``value`` GittinsEval allocates by ``Zbar_k + b_k`` (the problem's ``offsets``),
+            every other policy's recommendation after each batch is the objective's choice
+            from the run's posterior, and the regret is that of the value,
+            ``max_k (Zbar_k + b_k) - (Zbar_rec + b_rec)``.  Under ``cheapest_within`` the
+            recommendation after each batch is the cheapest arm that qualifies (a
+            Monte Carlo certificate per batch: slow for many arms), and the regret stays that
+            of accuracy.  The summary's ``objective`` records the settings and whether the
+            final recommendation qualified.
     """
     certificate = CertificateSettings.of(certificate)
     # The one check of the budget fraction (the config key `budget` of gittinseval).
@@ -158,6 +171,9 @@ def simulate(
         raise ValueError(
             f"benchmark {benchmark.name!r} has one arm: there is nothing to compare; give a matrix of two arms or more"
         )
+    objective = Objective() if objective is None else objective
+    prices = benchmark.prices if objective.needs_prices else None
+    offsets = objective.offsets(prices, n_arms)
     problem = EvaluationProblem(
         n_examples=n_examples,
         costs=costs,
@@ -167,6 +183,7 @@ def simulate(
         binary=benchmark.binary,
         features=benchmark.features,
         default_batch_size=benchmark.default_batch_size,
+        offsets=offsets if objective.name == "value" else None,
     )
     if problem.n_arms != n_arms:
         raise ValueError(f"{len(problem.costs)} costs for {n_arms} arms")
@@ -176,8 +193,13 @@ def simulate(
             raise ValueError(f"cell costs have shape {cell_costs.shape}, the scores {scores.shape}")
         if not np.allclose(cell_costs.mean(axis=1), problem.costs, rtol=1e-9, atol=0):
             raise ValueError("the arms' costs must be the row means of the cell costs")
-    row_means = benchmark.row_means
+    row_means = benchmark.row_means + offsets
     best = float(row_means.max())
+    chooses = objective.name != "accuracy" and not (objective.name == "value" and policy.follows_offsets)
+    score_sum = np.zeros(n_arms)
+    n_seen = np.zeros(n_arms, dtype=np.int64)
+    report = policy.posterior_report()
+    choice = None
     exhaustive = problem.exhaustive_cost
     seen = np.zeros(scores.shape, dtype=bool)
     rows: list[tuple[int, int, float, int]] = []
@@ -206,7 +228,16 @@ def simulate(
             batch_scores = scores[request.arm, request.examples]
             policy.observe(request, batch_scores)
             spent += batch_cost
-            rows.append((request.arm, request.size, spent, policy.recommend()))
+            recommended = policy.recommend()
+            if chooses:
+                score_sum[request.arm] += scores[request.arm, request.examples].sum()
+                n_seen[request.arm] += size
+                choice_posterior = posterior_from_statistics(
+                    score_sum, n_seen, n_examples, prior.mean, prior.var, cell_var=report.cell_var
+                )
+                choice = objective.choose(choice_posterior, prices, recommended, kappa=report.kappa)
+                recommended = choice.arm
+            rows.append((request.arm, request.size, spent, recommended))
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
             if stop_when is not None and confidence_step is None:
@@ -261,12 +292,18 @@ def simulate(
         "best_mean": best,
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
-        "certificate": _final_certificate(scores, seen, prior, cell_var, certificate, recommended, row_means),
+        # The certificate is of the recommended arm's accuracy, under every objective.
+        "certificate": _final_certificate(
+            scores, seen, prior, cell_var, certificate, recommended, benchmark.row_means
+        ),
         "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
         "diagnostics": policy.diagnostics(),
     }
+    if objective.name != "accuracy":
+        qualified = None if choice is None else choice.qualified
+        summary["objective"] = {**objective.as_dict(), "qualified": qualified}
     return RunResult(trace=trace, summary=summary)
 
 

@@ -9,8 +9,10 @@ import pytest
 
 from baselines.ucbe import UCBEPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
+from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import PosteriorReport
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, ScoringError, evaluate
+from gittinseval.utils.validation import ConfigError
 from tests.conftest import binary_benchmark
 
 K, N, B = 12, 40, 4
@@ -337,3 +339,39 @@ def test_ask_returns_nothing_once_spent_plus_the_requests_out_reach_the_budget(b
     reopened = Evaluator.from_store(tmp_path / "run.sqlite")
     assert reopened.budget_usd == pytest.approx(budget, rel=1e-12) and reopened.ask() is None
     reopened.close()
+
+
+@pytest.mark.parametrize("make_policy", [lambda: GittinsPolicy(B, 1e-3), lambda: UCBEPolicy(batch_size=B)])
+@pytest.mark.parametrize("objective", [Objective("value", mu=0.1), Objective("cheapest_within", eps=0.1, delta=0.5)])
+def test_a_live_run_under_an_objective_is_the_simulators_run(bench, make_policy, objective):
+    """Live, an arm's deployment price is its expected dollars per example: here the benchmark's prices."""
+    budget_fraction = 0.3
+    simulated = simulate(bench, make_policy(), bench.prices, GaussianPrior(0.5, 0.04),
+                         budget_fraction=budget_fraction, seed=3, objective=objective)
+    accuracy = simulate(bench, make_policy(), bench.prices, GaussianPrior(0.5, 0.04),
+                        budget_fraction=budget_fraction, seed=3)
+    live = evaluate(range(K), range(N), MatrixScorer(bench.scores), budget_fraction * N * bench.prices.sum(),
+                    costs=bench.prices, prior=GaussianPrior(0.5, 0.04), policy=make_policy(), tokens_per_example=1e6,
+                    seed=3, concurrency=1, progress=False, objective=objective)
+    for column in ("arm", "recommended"):
+        np.testing.assert_array_equal(live.trace[column], simulated.trace[column])
+    assert live.recommendation.arm == simulated.summary["final_recommended"]
+    # The objective changed the recommendations somewhere along the run (value: also the allocation of GittinsEval).
+    changed = not np.array_equal(simulated.trace["recommended"], accuracy.trace["recommended"])
+    assert changed or (objective.name == "cheapest_within" and simulated.summary["objective"]["qualified"])
+
+
+def test_a_price_objective_needs_expected_dollars(bench):
+    config = LiveConfig(objective=Objective("value", mu=0.1))
+    with pytest.raises(ConfigError, match="deployment price"):
+        Evaluator(task_of(bench, costs="unit"), config)
+
+
+def test_a_store_refuses_to_resume_under_another_objective(bench, tmp_path):
+    store = tmp_path / "run.sqlite"
+    policy = GittinsPolicy(B, 1e-3)
+    with Evaluator(task_of(bench), LiveConfig(policy=policy, store=store)) as evaluator:
+        run_to(evaluator, bench, 3)
+    other = LiveConfig(policy=GittinsPolicy(B, 1e-3), store=store, objective=Objective("value", mu=0.1))
+    with pytest.raises(ValueError, match="objective"):
+        Evaluator(task_of(bench), other)

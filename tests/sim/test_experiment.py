@@ -149,6 +149,8 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
 
 def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stored_runs():
     """The committed stores are keyed by digests computed before `certificate` and `stop_when` existed."""
+def test_the_default_objective_keeps_the_digests_of_the_stored_runs():
+    """The committed stores are keyed by digests computed before `objective` existed."""
     from gittinseval.sim.results_store import stored_digests
 
     job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
@@ -172,3 +174,23 @@ def test_a_simulated_run_logs_its_certificate_and_records_the_confidence_stop(tm
     assert stop["prob_eps_best"] == 0.5 and stop["step"] is not None and stop["cost_pct"] <= 100 * 0.05 + 1
     assert any(f"P(within 0.05) {certificate['prob_eps_best']:.2f}" in r.getMessage() for r in caplog.records)
     assert any(f"confidence stop at {stop['cost_pct']:.3g}%" in r.getMessage() for r in caplog.records)
+    assert cfg.objective.name == "accuracy"
+    stored = stored_digests(CONFIG_DIR.parent / "docs/results/main_gsm8k_zeroeval.parquet")
+    assert config_digest(cfg) in stored
+    for setting in ("objective.name=value", "objective.mu=0.1"):
+        assert config_digest(compose_config(*job, setting)) not in stored, setting
+
+
+def test_a_value_run_recommends_by_value_and_records_its_objective(tmp_path):
+    example = CONFIG_DIR.parent / "gittinseval/data/files/examples"
+    job = ["benchmark=matrix", f"benchmark.path={example / 'scores.csv'}", f"benchmark.costs={example / 'prices.csv'}",
+           "prior=general", "logger=none", "budget=1", "seed=0"]
+    accuracy = run_experiment(compose_config(*job), tmp_path / "accuracy").summary
+    value_cfg = compose_config(*job, "objective.name=value", "objective.mu=0.05")
+    value = run_experiment(value_cfg, tmp_path / "value").summary
+    assert "objective" not in accuracy
+    assert value["objective"] == {"name": "value", "mu": 0.05, "qualified": None}
+    # The whole budget: both end on the best arm of their objective, at zero regret.
+    assert accuracy["final_regret"] == value["final_regret"] == 0
+    # xlarge/steps (0.800 at 10 per 1M tokens) against large/steps (0.755 at 2.5): 0.300 < 0.630 in value.
+    assert accuracy["final_recommended"] == 7 and value["final_recommended"] == 5

@@ -279,3 +279,74 @@ def test_the_run_goes_past_the_confidence_stop_and_records_where_it_fired(benchm
             first = i + 1
             break
     assert first == step
+@pytest.fixture(scope="module")
+def priced_example():
+    """The bundled 8 x 200 example: accuracies 0.365-0.800 at 0.15, 0.60, 2.50 and 10.00 USD per 1M tokens."""
+    from gittinseval.data import load_matrix
+    from gittinseval.data._files import data_file
+
+    return load_matrix(data_file("examples/scores.csv"), costs=data_file("examples/prices.csv"))
+
+
+def test_the_default_objective_is_the_run_of_today(benchmark):
+    from gittinseval.core.objective import Objective
+
+    before = run(benchmark, batch_size=4)
+    policy = GittinsPolicy(batch_size=4)
+    after = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(), objective=Objective())
+    for name in TRACE_COLUMNS:
+        assert np.array_equal(before.trace[name], after.trace[name]), name
+    assert "objective" not in after.summary
+
+
+def test_value_recommends_for_a_policy_that_ignores_offsets_from_the_posterior(priced_example):
+    from baselines.uniform import UniformPolicy
+    from gittinseval.core.certificate import posterior_from_statistics
+    from gittinseval.core.objective import Objective
+
+    objective = Objective("value", mu=0.05)
+    offsets = -0.05 * priced_example.prices
+    prior = GaussianPrior()
+    result = simulate(priced_example, UniformPolicy(batch_size=8), priced_example.prices, prior,
+                      budget_fraction=1.0, objective=objective)
+    trace = result.trace
+    # Replay the trace's cells: the recommendation after each batch is the value LCB's argmax.
+    scores, order = priced_example.scores, UniformPolicy(batch_size=8)
+    order.reset(_problem_of(priced_example), np.random.default_rng(0))
+    score_sum, n_seen = np.zeros(8), np.zeros(8, dtype=np.int64)
+    for step, arm in enumerate(trace["arm"]):
+        request = order.select()
+        assert request.arm == arm
+        order.observe(request, scores[arm, request.examples])
+        score_sum[arm] += scores[arm, request.examples].sum()
+        n_seen[arm] += request.size
+        posterior = posterior_from_statistics(score_sum, n_seen, 200, prior.mean, prior.var)
+        assert trace["recommended"][step] == np.argmax(posterior.mean + offsets - np.sqrt(posterior.variance))
+    values = priced_example.row_means + offsets
+    np.testing.assert_allclose(trace["regret"], values.max() - values[trace["recommended"]])
+    assert result.summary["final_recommended"] == 5 and result.summary["final_regret"] == 0
+
+
+def _problem_of(benchmark):
+    from gittinseval.core.protocol import EvaluationProblem
+
+    return EvaluationProblem(n_examples=benchmark.n_examples, costs=benchmark.prices, budget=1.0, binary=True)
+
+
+@pytest.mark.parametrize(("eps", "budget", "expected", "qualified"), [(0.05, 1.0, 5, True), (0.01, 1.0, 7, True),
+                                                                       (0.05, 0.02, None, False)])
+def test_cheapest_within_recommends_the_cheapest_near_best_arm(priced_example, eps, budget, expected, qualified):
+    from gittinseval.core.objective import Objective
+
+    settings = dict(budget_fraction=budget, seed=1)
+    policy = GittinsPolicy(batch_size=8)
+    accuracy = simulate(priced_example, policy, priced_example.prices, GaussianPrior(), **settings)
+    result = simulate(priced_example, policy, priced_example.prices, GaussianPrior(),
+                      objective=Objective("cheapest_within", eps=eps, delta=0.05), **settings)
+    assert result.summary["objective"] == {"name": "cheapest_within", "eps": eps, "delta": 0.05,
+                                           "qualified": qualified}
+    # At the full budget every mean is known: large/steps (0.755) is within 0.05 of xlarge/steps (0.800), 4x cheaper.
+    # Early on no arm qualifies, and the recommendation is the accuracy one.
+    wanted = accuracy.summary["final_recommended"] if expected is None else expected
+    assert result.summary["final_recommended"] == wanted
+    assert np.array_equal(result.trace["arm"], accuracy.trace["arm"])
