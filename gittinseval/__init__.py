@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gittinseval.core.costs import CellCost, PriceCost, UnitCost
+from gittinseval.core.cost_learning import CostEstimator, CostLearning
+from gittinseval.core.costs import CellCost, LearnedCellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
@@ -32,6 +33,8 @@ __all__ = [
     "Benchmark",
     "BenchmarkPrior",
     "CellCost",
+    "CostEstimator",
+    "CostLearning",
     "EmpiricalPrior",
     "EmpiricalPriorEstimator",
     "EmpiricalTargetChain",
@@ -40,6 +43,7 @@ __all__ = [
     "FiniteBenchmarkPosterior",
     "GaussianPrior",
     "GittinsPolicy",
+    "LearnedCellCost",
     "Policy",
     "PriceCost",
     "RandomExampleOrder",
