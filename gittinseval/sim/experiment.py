@@ -158,6 +158,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             prior_name=prior.name,
             progress=bool(cfg.progress),
             cell_costs=cost_model.cell_costs(benchmark),
+            cost_plan=cost_model.plan(benchmark, seed),
         )
     result.summary["threads"] = threads
     return result

@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.results.callbacks import sweep_size
-from gittinseval.sim.experiment import config_digest, run_experiment, run_trials
+from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
+from gittinseval.sim.results_store import stored_digests
 from gittinseval.utils.validation import ConfigError
 
 EXPERIMENTS = sorted(
@@ -145,3 +146,18 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
         assert result.summary["stop_step"] == single.summary["stop_step"]
     with pytest.raises(ConfigError, match="trials \\(runs per job\\) must be a positive integer"):
         run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")
+
+
+@pytest.mark.parametrize("cost", ["unit", "aware", "per_cell"])
+def test_committed_runs_keep_their_config_digest(cost):
+    """The cost modes' configs are those the committed GSM8K store was run with: its runs are found by digest."""
+    cfg = compose_config("experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", f"cost={cost}",
+                         "method=gittins_s", "seed=3")
+    assert config_digest(cfg) in stored_digests(CODE_ROOT / "docs" / "results" / "main_gsm8k_zeroeval.parquet")
+
+
+def test_a_learned_cost_run_records_its_plan_and_its_refreshes(tmp_path):
+    cfg = compose_config("experiment=learned_costs", "method=ucbe", "budget=0.01", "logger=none")
+    summary = run_experiment(cfg, tmp_path).summary
+    assert summary["cost_plan"] == "5x off for 50%, learned" and summary["cost_refreshes"] > 0
+    assert summary["cost_mode"] == "per_cell" and summary["total_cost"] >= 0.01 * summary["exhaustive_cost"]
