@@ -11,6 +11,7 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from gittinseval.core.cost_learning import CostLearning
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy, Request
@@ -48,6 +49,13 @@ class LiveConfig:
         concurrency: scoring calls in flight (one per arm; 1 for policies that are
             not concurrent).
         stop_at_signal: also stop when the policy's stopping signal fires.
+        learn_costs: how each arm's expected cost per example is learned from what its
+            told requests were charged (:class:`~gittinseval.core.cost_learning.CostEstimator`;
+            the policy re-plans when an estimate moves by more than the refresh share);
+            ``None``: the policy keeps the task's expected costs.  Only a task in dollars
+            learns: under unit costs every example is charged 1, and with costs reported
+            by ``score_fn`` the policy plans with equal costs.  The ledger and the budget
+            are the same either way: spend is what the calls were charged.
         max_retries: retries of a failing scoring call before the run stops.
         retry_backoff: seconds before the first retry, doubling after each.
         progress: show a progress bar.
@@ -66,6 +74,7 @@ class LiveConfig:
     fork: Path | None = None
     concurrency: int = 1
     stop_at_signal: bool = False
+    learn_costs: CostLearning | None = field(default_factory=CostLearning)
     max_retries: int = 3
     retry_backoff: float = 1.0
     progress: bool = True
@@ -91,6 +100,8 @@ class LiveConfig:
             object.__setattr__(self, name, value)
         if not isinstance(self.policy, Policy):
             raise ValueError(f"policy must be a gittinseval.core.protocol.Policy, got {type(self.policy).__name__}")
+        if self.learn_costs is not None and not isinstance(self.learn_costs, CostLearning):
+            raise ValueError(f"learn_costs must be a CostLearning or None, got {self.learn_costs!r}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
         if self.fork is not None and self.store is not None and self.fork.resolve() == self.store.resolve():
@@ -117,6 +128,7 @@ class LiveConfig:
             fork=cfg.fork,
             concurrency=cfg.concurrency,
             stop_at_signal=cfg.stop_at_signal,
+            learn_costs=None if cfg.learn_costs is None else CostLearning(**cfg.learn_costs),
             max_retries=cfg.max_retries,
             retry_backoff=cfg.retry_backoff,
             progress=cfg.progress,

@@ -17,6 +17,7 @@ from gittinseval.data import Benchmark, validate_prices
 from gittinseval.live.labels import arm_labels
 
 __all__ = [
+    "DOLLARS",
     "TOKENS_PER_MILLION",
     "UNIT",
     "LiveTask",
@@ -29,6 +30,7 @@ __all__ = [
 
 TOKENS_PER_MILLION = 1e6
 UNIT = "unit"
+DOLLARS = "dollars"
 
 
 def arm_name(arm: Any) -> str:
@@ -157,7 +159,7 @@ class TaskDefinition:
         elif task.costs is None:
             costs, unit = None, "reported"
         else:
-            costs, unit = validate_prices(task.costs, len(names), "costs"), "dollars"
+            costs, unit = validate_prices(task.costs, len(names), "costs"), DOLLARS
         if not task.examples:
             raise ValueError("the task has no examples: there is nothing to evaluate")
         if len(names) == 1:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
-from gittinseval.live.status import LEGEND, ArmStatus, GradingWarnings, status_text
+from gittinseval.live.status import COST_LEGEND, LEGEND, ArmStatus, GradingWarnings, status_text
 
 
 def test_status_txt_is_the_ledger_line_the_warnings_and_the_arms_by_lcb():
@@ -44,3 +44,16 @@ def test_an_arm_whose_scores_are_all_the_same_is_logged_once(caplog):
     assert [record.getMessage() for record in caplog.records] == [
         "arm 0 (a) scored 0 on each of its 20 examples so far: check the grading against the replies"
     ]
+
+
+def test_with_learned_costs_status_txt_shows_each_arms_guessed_and_learned_dollars():
+    posterior = FiniteBenchmarkPosterior(2, 40, 0.5, 0.04, 0.25)
+    posterior.update(1, np.array([1.0, 1.0]))
+    costs = (np.array([3.1e-5, 3.1e-5]), np.array([3.1e-5, 2.76e-4]))
+    status = ArmStatus.of(posterior, ("terse", "verbose"), [], kappa=1.0, costs=costs)
+    lines = status_text("spent $1", [], status).splitlines()
+    assert lines[2].split()[-2:] == ["guess", "learned"]
+    row = lines[3].split()
+    assert row[1:3] == ["verbose", "2"] and row[-2:] == ["3.1e-05", "0.000276"]
+    assert lines[-2:] == [LEGEND, COST_LEGEND]
+    assert "guess" not in status_text("spent $1", [], ArmStatus.of(posterior, ("terse", "verbose"), [], 1.0))
