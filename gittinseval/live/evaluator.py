@@ -38,7 +38,7 @@ class Evaluator:
     records its scores and ``cancel(request)`` takes back one that will not be
     told.  The evaluator drives ``policy`` only through the public protocol
     (``reset``, ``select``, ``observe``, ``cancel``, ``recommend``,
-    ``stop_signal``, ``hyperparameters``, ``posterior_report``), seeded with
+    ``stop_signal``, ``hyperparameters``, ``posterior_report``, ``update_costs``), seeded with
     ``np.random.default_rng(seed)``: with one request in flight at a time, a run
     is the simulator's run on the same scores.
 
