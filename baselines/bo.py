@@ -47,7 +47,7 @@ from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request, argmax_by_priority
-from gittinseval.utils.validation import positive_float
+from gittinseval.utils.validation import positive_finite_values, positive_float
 
 __all__ = ["ConfigurationBOPolicy", "fit_mixed_gp", "hyperparameters_of", "initial_design_size", "mixed_gp"]
 
@@ -179,12 +179,9 @@ class ConfigurationBOPolicy(Policy):
         self.problem = problem
         self.rng = rng
         self.inputs = torch.tensor(features, dtype=DTYPE)  # a copy: benchmark arrays are read-only
-        self.query_costs = problem.n_examples * problem.costs
         # Unit cost (every c_k = 1): one configuration evaluation is the unit of lambda.
-        unit_cost = bool(np.all(problem.costs == 1.0))
-        self.acquisition_costs = torch.as_tensor(
-            np.ones(n_arms) if unit_cost else self.query_costs, dtype=DTYPE
-        )
+        self.unit_cost = bool(np.all(problem.costs == 1.0))
+        self._set_costs(problem.costs)
         self.n_initial = initial_design_size(n_arms, self.init_fraction)
         self.initial_order = rng.permutation(n_arms)
         self.priority = rng.permutation(n_arms)
@@ -198,6 +195,18 @@ class ConfigurationBOPolicy(Policy):
         self.fit_failures = 0
         self.fallback_steps = 0
         self._stopped = False
+
+    def _set_costs(self, costs: np.ndarray) -> None:
+        """Query costs ``N c_k`` and the acquisition's costs (ones under unit cost) from per-example ``costs``."""
+        self.query_costs = self.problem.n_examples * costs
+        self.acquisition_costs = torch.as_tensor(
+            np.ones(costs.size) if self.unit_cost else self.query_costs, dtype=DTYPE
+        )
+
+    def update_costs(self, costs: np.ndarray) -> None:
+        """Plan with the learned ``[K]`` costs: what a query costs against the budget, and (unless the problem
+        has unit costs) the acquisition's costs, from the next refit on."""
+        self._set_costs(positive_finite_values(np.array(costs, dtype=np.float64), "costs", item="arms"))
 
     def affordable(self) -> np.ndarray:
         """``[K]`` mask of the unevaluated configurations whose cost fits in the remaining budget."""

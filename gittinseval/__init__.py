@@ -13,7 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from gittinseval.core.certificate import Certificate, CertificateSettings, ConfidenceStop, StopReason, certify
-from gittinseval.core.costs import CellCost, PriceCost, UnitCost
+from gittinseval.core.cost_learning import CostEstimator, CostLearning
+from gittinseval.core.costs import CellCost, LearnedCellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.objective import Objective
@@ -37,6 +38,8 @@ __all__ = [
     "Certificate",
     "CertificateSettings",
     "ConfidenceStop",
+    "CostEstimator",
+    "CostLearning",
     "EmpiricalPrior",
     "EmpiricalPriorEstimator",
     "EmpiricalTargetChain",
@@ -45,6 +48,7 @@ __all__ = [
     "FiniteBenchmarkPosterior",
     "GaussianPrior",
     "GittinsPolicy",
+    "LearnedCellCost",
     "Objective",
     "Policy",
     "PriceCost",

@@ -13,6 +13,9 @@ Every cost mode gives each arm's expected raw cost per example (``mode(benchmark
 ``[K]``), with which the policy plans, and the costs a simulation charges
 (:meth:`cell_costs`): ``None`` charges each example its arm's expected cost, a
 ``[K, N]`` matrix charges each cell its own, as a live run charges each call's usage.
+A simulated policy plans with ``mode(benchmark)`` unless the mode's :meth:`plan` gives
+it other costs to start from (a guess) and whether to learn them from the cells charged
+(:class:`LearnedCellCost`).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gittinseval.core.cost_learning import CostLearning, CostPlan
 from gittinseval.data import Benchmark
+from gittinseval.utils.validation import ConfigError, non_negative_float, non_negative_int, positive_float
 
-__all__ = ["CellCost", "PriceCost", "UnitCost"]
+__all__ = ["CellCost", "LearnedCellCost", "PriceCost", "UnitCost"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,10 @@ class UnitCost:
     def live_costs(self, expected_dollars: Sequence[float] | None) -> str:
         """Live: every example costs 1 and the budget counts examples."""
         return "unit"
+
+    def plan(self, benchmark: Benchmark, seed: int) -> None:
+        """Policies plan with the expected costs, as known."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,10 @@ class PriceCost:
     def live_costs(self, expected_dollars: Sequence[float] | None) -> Sequence[float] | None:
         """Live: the task's expected dollars per example (``None``: ``score_fn`` reports them)."""
         return expected_dollars
+
+    def plan(self, benchmark: Benchmark, seed: int) -> None:
+        """Policies plan with the expected costs, as known."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -96,3 +109,73 @@ class CellCost:
     def live_costs(self, expected_dollars: Sequence[float] | None) -> Sequence[float] | None:
         """Live: the task's expected dollars per example; every call is charged its own usage anyway."""
         return expected_dollars
+
+    def plan(self, benchmark: Benchmark, seed: int) -> CostPlan | None:
+        """Policies plan with the expected costs, as known."""
+        return None
+
+
+@dataclass(frozen=True)
+class LearnedCellCost(CellCost):
+    """:class:`CellCost`, with the policy starting from a guess of each arm's expected cost and learning it.
+
+    The budget and the charges are those of ``cost=per_cell`` (the true expected costs and
+    each cell's own cost).  The policy starts from a guess: each arm's true expected cost,
+    except for a share ``misguessed_share`` of the arms, drawn at random for each run seed
+    ``s`` (``numpy.random.default_rng((misguess_seed, s))``), whose guess is their cost
+    times ``misguess_factor`` or divided by it (each way with probability 1/2).  With
+    ``learn``, the simulator learns every arm's cost from the cells it is charged
+    (:class:`~gittinseval.core.cost_learning.CostEstimator`, with ``pseudo_count`` and
+    ``refresh_share``) and hands the policy the new costs when an estimate moves; without,
+    the policy keeps the guess.
+
+    Args:
+        misguess_factor: ``f >= 1`` (1: the guess is the true expected cost of every arm).
+        misguessed_share: the share of the arms guessed wrong, in ``[0, 1]``; rounded to a
+            number of arms.
+        misguess_seed: with the run's seed, the seed of which arms are misguessed and how.
+        learn: learn the costs from the charged cells.
+        pseudo_count, refresh_share: those of
+            :class:`~gittinseval.core.cost_learning.CostLearning` (used when ``learn``).
+    """
+
+    misguess_factor: float = 1.0
+    misguessed_share: float = 0.5
+    misguess_seed: int = 0
+    learn: bool = True
+    pseudo_count: float = 1.0
+    refresh_share: float = 0.1
+
+    def __post_init__(self) -> None:
+        if positive_float("misguess_factor", self.misguess_factor) < 1.0:
+            raise ConfigError(f"misguess_factor must be at least 1, got {self.misguess_factor!r}")
+        if not 0.0 <= non_negative_float("misguessed_share", self.misguessed_share) <= 1.0:
+            raise ConfigError(f"misguessed_share must be in [0, 1], got {self.misguessed_share!r}")
+        non_negative_int("misguess_seed", self.misguess_seed)
+        object.__setattr__(self, "learn", bool(self.learn))
+        CostLearning(self.pseudo_count, self.refresh_share)  # a bad setting fails when the mode is built
+
+    @property
+    def learning(self) -> CostLearning | None:
+        """How the costs are learned, or ``None`` when they are not."""
+        return CostLearning(self.pseudo_count, self.refresh_share) if self.learn else None
+
+    @property
+    def plan_name(self) -> str:
+        """How the run plans its costs, as its summary records it (``cost_plan``) and curve labels show it."""
+        factor, share = self.misguess_factor, self.misguessed_share
+        guess = "true" if factor == 1.0 or share == 0.0 else f"{factor:g}x off for {share:.0%}"
+        return guess + (", learned" if self.learning is not None else "")
+
+    def guess(self, benchmark: Benchmark, seed: int) -> np.ndarray:
+        """``[K]`` the guessed costs per example of a run of seed ``seed``."""
+        expected = self(benchmark)
+        rng = np.random.default_rng((self.misguess_seed, seed))
+        misguessed = rng.permutation(expected.size)[: round(self.misguessed_share * expected.size)]
+        factors = np.ones(expected.size)
+        factors[misguessed] = self.misguess_factor ** rng.choice((-1.0, 1.0), size=misguessed.size)
+        return expected * factors
+
+    def plan(self, benchmark: Benchmark, seed: int) -> CostPlan:
+        """The guess and the learning of a run of seed ``seed``."""
+        return CostPlan(self.plan_name, self.guess(benchmark, seed), self.learning)

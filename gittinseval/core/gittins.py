@@ -20,8 +20,8 @@ from gittinseval.core.protocol import (
     excluding,
     optional_batch_size,
 )
-from gittinseval.core.roots import EmpiricalTargetChain, root_schedule
-from gittinseval.utils.validation import positive_float
+from gittinseval.core.roots import EmpiricalTargetChain, interpolated_root_schedule, root_schedule
+from gittinseval.utils.validation import positive_finite_values, positive_float
 
 __all__ = ["GittinsPolicy"]
 
@@ -87,6 +87,18 @@ class GittinsPolicy(Policy):
     first time a grid point is used, then cached).  The stopping signal and the
     recommendation keep their meaning under the current prior.
 
+    Learned costs (:meth:`update_costs`, from a driver's
+    :class:`~gittinseval.core.cost_learning.CostEstimator`): an arm whose expected cost
+    changes to ``c'_k`` gets the roots at ``lambda c'_k`` from
+    :func:`~gittinseval.core.roots.interpolated_root_schedule` (cubic in log cost between
+    tables cached on a log grid of costs, within the roots' own accuracy of the table at
+    ``lambda c'_k``), and its index is recomputed from its posterior, which the costs do not
+    enter.  The index of every arm is then the Gittins index of the problem in which the
+    current estimates are the arms' known costs: a refresh changes the problem being solved
+    from now on, not the data observed, and the stopping signal compares the indices of that
+    problem.  Costs charged before the refresh stay spent; the index values only the
+    evaluations still to come, at the new costs.
+
     Args:
         batch_size: ``B``, examples per pull; ``None`` takes the benchmark's
             default (MMLU: 2/4/8 by subject size), else 8.
@@ -146,6 +158,7 @@ class GittinsPolicy(Policy):
             n_arms, n_examples, problem.prior_mean, problem.prior_var, self.cell_var
         )
         self.distinct_costs, self.arm_table = np.unique(problem.costs, return_inverse=True)
+        self.arm_costs = problem.costs.copy()
         self.batch_sizes = chain.batch_sizes.astype(np.int64)
         self.offsets = np.zeros(n_arms) if problem.offsets is None else problem.offsets
         self.order = RandomExampleOrder(n_arms, n_examples, rng)
@@ -206,9 +219,42 @@ class GittinsPolicy(Policy):
             self.table_index = estimator.grid_index(self.prior_var_estimate, start_var)
             self.prior_var = estimator.grid_var(self.table_index, start_var)
             self.roots = self._root_table(self.table_index, self.prior_var)
+            learned = np.flatnonzero(self.arm_table >= self.distinct_costs.size)
+            if learned.size:
+                self._learn_roots(learned)
             self.n_table_refreshes += 1
         post.set_prior(self.prior_mean, self.prior_var)
         self._refresh_all_arms()
+
+    def update_costs(self, costs: np.ndarray) -> None:
+        """Plan with the ``[K]`` costs from now on: new roots for the arms whose cost changed, every index refreshed."""
+        costs = positive_finite_values(np.array(costs, dtype=np.float64), "costs", item="arms")
+        if costs.shape != self.arm_costs.shape:
+            raise ValueError(f"{costs.size} costs for {self.arm_costs.size} arms")
+        changed = np.flatnonzero(costs != self.arm_costs)
+        if not changed.size:
+            return
+        self.arm_costs[changed] = costs[changed]
+        self._learn_roots(changed)
+        self._refresh_all_arms()
+
+    def _learn_roots(self, arms: np.ndarray) -> None:
+        """Point ``arms`` at rows ``C + arm`` of ``self.roots``, their roots at ``lambda * arm_costs`` under the
+        current prior (rows ``0 .. C - 1`` are the exact tables of the problem's distinct costs)."""
+        exact_rows = self.distinct_costs.size
+        if self.roots.shape[0] == exact_rows:
+            # A writable copy of the cached exact table, with a row per arm for the learned costs.
+            self.roots = np.vstack([self.roots, np.zeros((self.problem.n_arms, self.roots.shape[1]))])
+        self.arm_table[arms] = exact_rows + arms
+        self.roots[exact_rows + arms, :-1] = interpolated_root_schedule(
+            self.problem.n_examples,
+            self.resolved_batch_size,
+            float(self.prior_var),
+            self.lam * self.arm_costs[arms],
+            cell_var=float(self.cell_var),
+            grid_points=int(self.grid_points),
+            refine=bool(self.refine_roots),
+        )
 
     def select(self, busy: frozenset[int] = frozenset()) -> Request | None:
         arm = argmax_in_priority_order(excluding(self.open_index, busy), self.tie_order)

@@ -13,6 +13,11 @@ live evaluator, is
         policy.recommend()                 # anytime recommendation (an arm id)
         policy.stop_signal                 # the policy's own stopping signal
 
+Costs learned during a run (:mod:`gittinseval.core.cost_learning`): before observing a
+batch, a driver may hand the policy new expected costs per example,
+``policy.update_costs(costs)``; a policy that plans with costs plans with these from then
+on, and one that ignores costs needs no code for it.
+
 Bandit policies pull a few examples of one arm per request; configuration-level
 policies request every example of an arm at once.  Both are a :class:`Request`.
 
@@ -269,6 +274,15 @@ class Policy(ABC):
     def stop_signal(self) -> bool:
         """True from the first time the policy's own stopping rule fires."""
         return False
+
+    def update_costs(self, costs: np.ndarray) -> None:  # noqa: B027 - deliberately empty: a cost-unaware policy
+        """Plan with the ``[K]`` expected costs per example ``costs`` (raw units, as ``problem.costs``) from now on.
+
+        A driver that learns the costs (:class:`~gittinseval.core.cost_learning.CostEstimator`)
+        calls it when an estimate has moved; the problem's ``costs`` and ``budget`` stay those
+        of :meth:`reset`, and nothing observed is replayed.  The default does nothing: a
+        policy whose allocation ignores costs.  A cost-aware policy overrides it.
+        """
 
     resolved_batch_size: int | None = None
     """The batch size of the current run, set by :meth:`batch_size_for` in :meth:`reset`."""

@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.core.certificate import CertificateSettings, ConfidenceStop
+from gittinseval.core.cost_learning import CostLearning
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
@@ -55,6 +56,13 @@ class LiveConfig:
         stop_when: a :class:`~gittinseval.core.certificate.ConfidenceStop` (or a mapping, e.g.
             ``{"prob_eps_best": 0.95, "eps": 0.01}``): also stop once the recommended arm is eps-best
             with that posterior probability; ``None``: no confidence stop.
+        learn_costs: how each arm's expected cost per example is learned from what its
+            told requests were charged (:class:`~gittinseval.core.cost_learning.CostEstimator`;
+            the policy re-plans when an estimate moves by more than the refresh share);
+            ``None``: the policy keeps the task's expected costs.  Only a task in dollars
+            learns: under unit costs every example is charged 1, and with costs reported
+            by ``score_fn`` the policy plans with equal costs.  The ledger and the budget
+            are the same either way: spend is what the calls were charged.
         max_retries: retries of a failing scoring call before the run stops.
         retry_backoff: seconds before the first retry, doubling after each.
         progress: show a progress bar.
@@ -81,6 +89,7 @@ class LiveConfig:
     stop_at_signal: bool = False
     certificate: CertificateSettings = field(default_factory=CertificateSettings)
     stop_when: ConfidenceStop | None = None
+    learn_costs: CostLearning | None = field(default_factory=CostLearning)
     max_retries: int = 3
     retry_backoff: float = 1.0
     progress: bool = True
@@ -111,6 +120,8 @@ class LiveConfig:
             raise ValueError(f"policy must be a gittinseval.core.protocol.Policy, got {type(self.policy).__name__}")
         if not isinstance(self.objective, Objective):
             raise ValueError(f"objective must be a gittinseval.core.objective.Objective, got {self.objective!r}")
+        if self.learn_costs is not None and not isinstance(self.learn_costs, CostLearning):
+            raise ValueError(f"learn_costs must be a CostLearning or None, got {self.learn_costs!r}")
         if not isinstance(self.prior, GaussianPrior):
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
         if self.fork is not None and self.store is not None and self.fork.resolve() == self.store.resolve():
@@ -139,6 +150,7 @@ class LiveConfig:
             stop_at_signal=cfg.stop_at_signal,
             certificate=cfg.certificate,
             stop_when=cfg.stop_when,
+            learn_costs=None if cfg.learn_costs is None else CostLearning(**cfg.learn_costs),
             max_retries=cfg.max_retries,
             retry_backoff=cfg.retry_backoff,
             progress=cfg.progress,

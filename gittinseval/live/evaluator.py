@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gittinseval.core.certificate import Certificate, ConfidenceStop
+from gittinseval.core.cost_learning import CostEstimator
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
@@ -38,7 +39,7 @@ class Evaluator:
     records its scores and ``cancel(request)`` takes back one that will not be
     told.  The evaluator drives ``policy`` only through the public protocol
     (``reset``, ``select``, ``observe``, ``cancel``, ``recommend``,
-    ``stop_signal``, ``hyperparameters``, ``posterior_report``), seeded with
+    ``stop_signal``, ``hyperparameters``, ``posterior_report``, ``update_costs``), seeded with
     ``np.random.default_rng(seed)``: with one request in flight at a time, a run
     is the simulator's run on the same scores.
 
@@ -66,6 +67,15 @@ class Evaluator:
     as in ``cost=unit``, and the budget counts examples.  ``costs=None``: the
     policy sees equal costs of 1 and every ``tell`` must say what the request
     cost.
+
+    Learned costs (``config.learn_costs``, on by default for a task in dollars): each told
+    request's charge (every call of it, in the raw unit) goes to a
+    :class:`~gittinseval.core.cost_learning.CostEstimator` started from the task's expected
+    costs, and when an arm's estimate moves by more than the refresh share the policy gets
+    the estimates (:meth:`~gittinseval.core.protocol.Policy.update_costs`) before it observes
+    the request.  A replayed store feeds the same charges in the same order, so a resumed
+    run re-plans as the recorded one did.  The ledger, the expected cost of a call in
+    flight and the budget rule stay those of the task's costs: spend is what was charged.
 
     Ledger.  A driver that makes the scoring calls records each one before it is
     sent (:meth:`start_attempt`, for the examples of a request not yet scored) and
@@ -141,7 +151,9 @@ class Evaluator:
             self.posterior = FiniteBenchmarkPosterior(
                 task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
             )
-            self.settings = run_settings(task, prior, self.policy, config.seed)
+            learning = config.learn_costs if task.cost_unit == DOLLARS else None
+            self.learned_costs: CostEstimator | None = None if learning is None else learning.start(task.raw_costs())
+            self.settings = run_settings(task, prior, self.policy, config.seed, learning)
             if self.objective.name != "accuracy":
                 # Only then: the stores made before objectives existed keep their settings.
                 self.settings["objective"] = self.objective.as_dict()
@@ -416,7 +428,7 @@ class Evaluator:
         that scored the rest of its request completes it, and the policy observes it.  Returns its charge."""
         charged = self.ledger.settle(entry, attempt, outcome, scored, reported, uncosted, error)
         if entry.complete:
-            self._record(self._close(entry.request.arm).request, entry.scores())
+            self._record(self._close(entry.request.arm).request, entry.scores(), entry.charged)
         return charged
 
     def _close(self, arm: int) -> OpenRequest:
@@ -426,8 +438,12 @@ class Evaluator:
             self._reissue.remove(arm)
         return entry
 
-    def _record(self, request: Request, scores: np.ndarray) -> None:
-        """A told request: the policy and the posterior observe its ``[size]`` scores."""
+    def _record(self, request: Request, scores: np.ndarray, charged: float) -> None:
+        """A told request: its ``charged`` dollars (every call) go to the learned costs, which the policy may re-plan
+        with first; the policy and the posterior observe its ``[size]`` scores."""
+        learned = self.learned_costs
+        if learned is not None and learned.charge(request.arm, request.size, charged / self.task.dollars_per_raw_unit):
+            self.policy.update_costs(learned.planned)
         self.policy.observe(request, scores)
         self.posterior.update(request.arm, scores)
         self._seen[request.arm, request.examples] = True
@@ -490,9 +506,14 @@ class Evaluator:
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior
-        moments, LCB, and each arm's credible interval and P(best) (:meth:`certificate`)."""
+        moments, LCB, each arm's credible interval and P(best) (:meth:`certificate`), and with learned costs
+        each arm's guessed and learned dollars per example."""
         kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
-        return ArmStatus.of(self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate())
+        learned = self.learned_costs
+        costs = None if learned is None else (self.costs, learned.estimate * self.task.dollars_per_raw_unit)
+        return ArmStatus.of(
+            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs
+        )
 
     def trace(self) -> dict[str, np.ndarray]:
         """One entry per told request, in tell order (columns as in the simulator's trace).

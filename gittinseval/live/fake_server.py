@@ -21,7 +21,8 @@ class FakeChatServer:
     answer), any other model ``"0"``.
 
     Usage: ``prompt_tokens`` per call if given, else one token per word of the
-    messages; ``COMPLETION_TOKENS`` completion tokens.  Every call answered with a
+    messages; ``completion_tokens[model]`` completion tokens (``COMPLETION_TOKENS`` for a
+    model not in it): the length a model's replies are billed at.  Every call answered with a
     usage is billed (``billed``), even when the client is gone by then, as a provider
     would.  ``plan`` is a list of what to do with the next calls, in arrival order:
     ``"ok"``, an HTTP status (an ``int``, unbilled), ``"malformed"`` (a body that is
@@ -33,13 +34,14 @@ class FakeChatServer:
 
     def __init__(
         self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}.",
-        port=0,
+        port=0, completion_tokens=None,
     ):
         self.answers = answers
         self.reply = reply
         self.good_model = good_model
         self.prices = prices
         self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens or {}
         self.latency = latency
         self.plan = []
         self.calls = []  # (body, Authorization header, prompt tokens) of each call answered "ok"
@@ -51,6 +53,7 @@ class FakeChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True
             protocol_version = "HTTP/1.1"  # keep-alive, as a real endpoint: the client reuses its connections
 
             def log_message(self, *args):
@@ -79,11 +82,12 @@ class FakeChatServer:
                 good = body["model"] == server.good_model
                 reply = server.reply.format(answer=server.answers[prompt]) if good else "0"
                 payload = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
+                completion = server.completion_tokens.get(body["model"], COMPLETION_TOKENS)
                 if action != "no_usage":
                     sign = -1 if action == "negative_usage" else 1
-                    payload["usage"] = {"prompt_tokens": sign * tokens, "completion_tokens": COMPLETION_TOKENS}
+                    payload["usage"] = {"prompt_tokens": sign * tokens, "completion_tokens": completion}
                 with server.lock:
-                    server.billed.append((body["model"], tokens, COMPLETION_TOKENS))
+                    server.billed.append((body["model"], tokens, completion))
                     if action == "ok":
                         server.calls.append((body, self.headers.get("Authorization"), tokens))
                 data = b"{not json" if action == "malformed" else json.dumps(payload).encode()

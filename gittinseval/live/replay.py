@@ -46,7 +46,7 @@ class RecordedRun(Protocol):
 
     def _close(self, arm: int) -> OpenRequest: ...
 
-    def _record(self, request: Request, scores: np.ndarray) -> None: ...
+    def _record(self, request: Request, scores: np.ndarray, charged: float) -> None: ...
 
     def _settle(self, entry: OpenRequest, attempt: AttemptOutcome, outcome: str, scored: dict[int, float],
                 reported: float | None, uncosted: int, error: str | None) -> float: ...
@@ -62,7 +62,7 @@ def replay(evaluator: RecordedRun) -> None:
         elif event.kind == "attempt":
             evaluator.ledger.count(evaluator._outstanding[stored.arm], stored)
         elif event.kind == "tell":
-            evaluator._record(evaluator._close(stored.arm).request, stored.scores)
+            evaluator._record(evaluator._close(stored.arm).request, stored.scores, stored.cost)
         else:
             evaluator.policy.cancel(evaluator._close(stored.arm).request)
     for lost in store.open_attempts():

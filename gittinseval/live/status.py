@@ -14,6 +14,7 @@ from gittinseval.core.certificate import Certificate
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 
 __all__ = [
+    "COST_LEGEND",
     "SAME_SCORE_AFTER",
     "LEGEND",
     "ArmStatus",
@@ -61,6 +62,8 @@ LEGEND = (
     "(Monte Carlo, a Gaussian model; not a frequentist guarantee); *: a request in flight"
 )
 """The line under the arms' table in ``status.txt`` (:func:`status_text`) that says what its columns mean."""
+COST_LEGEND = "guess, learned: expected dollars per example, guessed and learned from the told requests' charges"
+"""The legend's second line when the table shows learned costs."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class ArmStatus:
     which failed part-way kept (scored and paid for; the posterior sees them once
     their request is told).  ``lower``, ``upper`` and ``prob_best`` are each arm's credible interval and
     P(best) from the run's :class:`~gittinseval.core.certificate.Certificate` (NaN without one).
+    With learned costs, ``guessed_cost`` and ``learned_cost`` are
+    each arm's expected dollars per example, guessed and estimated from its charges
+    (:class:`~gittinseval.core.cost_learning.CostEstimator`); ``None`` otherwise.
     """
 
     names: tuple[str, ...]
@@ -89,6 +95,8 @@ class ArmStatus:
     lower: np.ndarray
     upper: np.ndarray
     prob_best: np.ndarray
+    guessed_cost: np.ndarray | None = None
+    learned_cost: np.ndarray | None = None
 
     @classmethod
     def of(
@@ -99,10 +107,12 @@ class ArmStatus:
         kappa: float,
         kept: Mapping[int, Sequence[float]] | None = None,
         certificate: Certificate | None = None,
+        costs: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> ArmStatus:
         """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding``,
-        ``kept[arm]``: the scores of that arm's untold request kept from a failed call, and the
-        intervals and P(best) of ``certificate``."""
+        ``kept[arm]``: the scores of that arm's untold request kept from a failed call, the intervals and
+        P(best) of ``certificate``, and ``costs``: the ``[K]`` guessed and learned dollars per example
+        (``None``: costs are not learned)."""
         in_flight = np.zeros(len(labels), dtype=bool)
         in_flight[list(outstanding)] = True
         n_kept, kept_sum = np.zeros(len(labels), dtype=np.int64), np.zeros(len(labels))
@@ -127,6 +137,7 @@ class ArmStatus:
                 if certificate is None
                 else (certificate.arm_lower.copy(), certificate.arm_upper.copy(), certificate.arm_prob_best.copy())
             ),
+            *((None, None) if costs is None else (np.array(costs[0], dtype=float), np.array(costs[1], dtype=float))),
         )
 
     def format(self, top: int = 10) -> str:
@@ -137,12 +148,14 @@ class ArmStatus:
             f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}  "
             f"{'lo':>6}  {'hi':>6}  {'P(best)':>7}"
         )
-        lines = [header]
+        learned = self.learned_cost is not None
+        lines = [header + (f"  {'guess':>9}  {'learned':>9}" if learned else "")]
         for k in order:
             lines.append(
                 f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_scored[k]:>6}  {self.scored_mean[k]:>6.3f}  "
                 f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}  "
                 f"{self.lower[k]:>6.3f}  {self.upper[k]:>6.3f}  {self.prob_best[k]:>7.3f}"
+                + (f"  {self.guessed_cost[k]:>9.3g}  {self.learned_cost[k]:>9.3g}" if learned else "")
                 + ("  *" if self.outstanding[k] else "")
             )
         return "\n".join(lines)
@@ -151,7 +164,8 @@ class ArmStatus:
 def status_text(ledger_line: str, warnings: Sequence[str], status: ArmStatus, top: int = 20) -> str:
     """The text of ``status.txt``: the ledger's line, the warnings, then the ``top`` arms by LCB and the legend."""
     header = [ledger_line, *(f"WARNING: {warning}" for warning in warnings)]
-    return "\n".join(header) + "\n\n" + status.format(top=top) + "\n\n" + LEGEND + "\n"
+    legend = LEGEND + ("" if status.learned_cost is None else "\n" + COST_LEGEND)
+    return "\n".join(header) + "\n\n" + status.format(top=top) + "\n\n" + legend + "\n"
 
 
 def same_scores(posterior: FiniteBenchmarkPosterior) -> tuple[int | None, dict[int, np.ndarray]]:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from gittinseval.core.params import build, target_of
+from gittinseval.core.cost_learning import CostLearning
+from gittinseval.core.params import build, get_params, target_of
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy
 from gittinseval.live.config import LiveConfig
@@ -44,10 +45,13 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=float))
 
 
-def run_settings(task: TaskDefinition, prior: GaussianPrior, policy: Policy, seed: int) -> dict[str, Any]:
+def run_settings(
+    task: TaskDefinition, prior: GaussianPrior, policy: Policy, seed: int, learn_costs: CostLearning | None
+) -> dict[str, Any]:
     """The ``settings`` a store records of a run, as they read back from JSON: the store's format, the
     examples (their number and a digest of their content), the scorer, the prior, the policy's ``_target_``
-    and hyperparameters, the cost unit, ``tokens_per_example``, ``binary`` and the seed."""
+    and hyperparameters, the cost unit, ``tokens_per_example``, ``binary``, the seed and how the costs are
+    learned (``None``: not learned; a store made before costs were learned records none)."""
     return _jsonable(
         {
             "format": STORE_FORMAT,
@@ -61,6 +65,7 @@ def run_settings(task: TaskDefinition, prior: GaussianPrior, policy: Policy, see
             "tokens_per_example": task.tokens_per_example,
             "binary": task.binary,
             "seed": seed,
+            "learn_costs": None if learn_costs is None else get_params(learn_costs),
         }
     )
 
@@ -198,6 +203,7 @@ def stored_run(store: str | Path) -> tuple[TaskDefinition, LiveConfig]:
         policy=build(policy.pop("_target_"), policy),
         prior=GaussianPrior(settings["prior_mean"], settings["prior_var"]),
         seed=settings["seed"],
+        learn_costs=None if settings.get("learn_costs") is None else CostLearning(**settings["learn_costs"]),
         store=store,
     )
     return task, config

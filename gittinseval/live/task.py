@@ -17,6 +17,7 @@ from gittinseval.data import Benchmark, validate_prices
 from gittinseval.live.labels import arm_labels
 
 __all__ = [
+    "DOLLARS",
     "TOKENS_PER_MILLION",
     "UNIT",
     "LiveTask",

@@ -47,8 +47,9 @@ __all__ = [
 
 TABLE_PERCENTS = REPORT_PERCENTS
 MMLU_PANELS = ("bucket", "size", "subject")
-# Settings that name their own curve when they vary among one label's runs.
-SWEPT_SETTINGS = (("batch_size", "B"), ("lam", "λ"), ("kappa", "κ"))
+# Settings that name their own curve when they vary among one label's runs (cost_plan: the costs a run
+# planned with, learned or not; recorded only by runs of cost=per_cell_learned).
+SWEPT_SETTINGS = (("batch_size", "B"), ("lam", "λ"), ("kappa", "κ"), ("cost_plan", "costs"))
 
 
 @dataclass
@@ -99,7 +100,7 @@ def _family(run: RunRow, mmlu_panels: str) -> tuple[str, str]:
 
 def _curve_label(run: RunRow, varying: set[str]) -> str:
     parts = [run.summary["label"]]
-    parts += [f"{symbol}={run.summary[key]}" for key, symbol in SWEPT_SETTINGS if key in varying]
+    parts += [f"{symbol}={run.summary.get(key)}" for key, symbol in SWEPT_SETTINGS if key in varying]
     return " ".join(parts)
 
 

@@ -176,6 +176,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             certificate=CertificateSettings.of(cfg.get("certificate")),
             stop_when=ConfidenceStop.of(cfg.get("stop_when")),
             objective=Objective.from_config(cfg.get("objective")),
+            cost_plan=cost_model.plan(benchmark, seed),
         )
     result.summary["threads"] = threads
     return result

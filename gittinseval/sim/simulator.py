@@ -16,12 +16,13 @@ import pyarrow.csv
 from tqdm.auto import tqdm
 
 from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, posterior_from_statistics
-from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.cost_learning import CostPlan
 from gittinseval.core.objective import Objective
+from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 from gittinseval.data import Benchmark
-from gittinseval.utils.validation import fraction_in_unit_interval
+from gittinseval.utils.validation import fraction_in_unit_interval, positive_finite_values
 
 __all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "TRACE_FILE", "RunResult", "regret_at", "simulate"]
 
@@ -117,6 +118,7 @@ def simulate(
     certificate: CertificateSettings | None = None,
     stop_when: ConfidenceStop | None = None,
     objective: Objective | None = None,
+    cost_plan: CostPlan | None = None,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
@@ -160,6 +162,13 @@ def simulate(
             Monte Carlo certificate per batch: slow for many arms), and the regret stays that
             of accuracy.  The summary's ``objective`` records the settings and whether the
             final recommendation qualified.
+        cost_plan: the costs the policy plans with instead of ``costs`` (which still set
+            the budget and are charged), and whether it learns them: after each batch its
+            charge goes to a :class:`~gittinseval.core.cost_learning.CostEstimator`, and the
+            policy gets the estimates (:meth:`~gittinseval.core.protocol.Policy.update_costs`)
+            before it observes the batch whenever one moves by more than the refresh share.
+            The summary records the plan's name (``cost_plan``) and the re-plans
+            (``cost_refreshes``).
     """
     certificate = CertificateSettings.of(certificate)
     # The one check of the budget fraction (the config key `budget` of gittinseval).
@@ -174,9 +183,11 @@ def simulate(
     objective = Objective() if objective is None else objective
     prices = benchmark.prices if objective.needs_prices else None
     offsets = objective.offsets(prices, n_arms)
+    # Without a plan the problem checks the costs; with one, it checks the guess.
+    costs = np.asarray(costs, dtype=np.float64) if cost_plan is None else positive_finite_values(costs, "costs", "arms")
     problem = EvaluationProblem(
         n_examples=n_examples,
-        costs=costs,
+        costs=costs if cost_plan is None else cost_plan.guess,
         budget=budget_fraction * n_examples * float(np.sum(costs)),
         prior_mean=prior.mean,
         prior_var=prior.var,
@@ -185,13 +196,14 @@ def simulate(
         default_batch_size=benchmark.default_batch_size,
         offsets=offsets if objective.name == "value" else None,
     )
-    if problem.n_arms != n_arms:
-        raise ValueError(f"{len(problem.costs)} costs for {n_arms} arms")
+    for name, given in (("costs", costs), ("guessed costs", problem.costs)):
+        if given.shape != (n_arms,):
+            raise ValueError(f"{given.size} {name} for {n_arms} arms")
     if cell_costs is not None:
         cell_costs = np.asarray(cell_costs, dtype=np.float64)
         if cell_costs.shape != scores.shape:
             raise ValueError(f"cell costs have shape {cell_costs.shape}, the scores {scores.shape}")
-        if not np.allclose(cell_costs.mean(axis=1), problem.costs, rtol=1e-9, atol=0):
+        if not np.allclose(cell_costs.mean(axis=1), costs, rtol=1e-9, atol=0):
             raise ValueError("the arms' costs must be the row means of the cell costs")
     row_means = benchmark.row_means + offsets
     best = float(row_means.max())
@@ -200,7 +212,8 @@ def simulate(
     n_seen = np.zeros(n_arms, dtype=np.int64)
     report = policy.posterior_report()
     choice = None
-    exhaustive = problem.exhaustive_cost
+    exhaustive = n_examples * float(np.sum(costs))
+    learned = None if cost_plan is None or cost_plan.learning is None else cost_plan.learning.start(problem.costs)
     seen = np.zeros(scores.shape, dtype=bool)
     rows: list[tuple[int, int, float, int]] = []
     spent = 0.0
@@ -221,11 +234,13 @@ def simulate(
                 break
             size = _check_request(request, seen, n_arms)
             if cell_costs is None:
-                batch_cost = size * problem.costs[request.arm]
+                batch_cost = size * float(costs[request.arm])
             else:
                 batch_cost = float(cell_costs[request.arm, request.examples].sum())
             seen[request.arm, request.examples] = True
             batch_scores = scores[request.arm, request.examples]
+            if learned is not None and learned.charge(request.arm, size, batch_cost):
+                policy.update_costs(learned.planned)
             policy.observe(request, batch_scores)
             spent += batch_cost
             recommended = policy.recommend()
@@ -304,6 +319,9 @@ def simulate(
     if objective.name != "accuracy":
         qualified = None if choice is None else choice.qualified
         summary["objective"] = {**objective.as_dict(), "qualified": qualified}
+    if cost_plan is not None:
+        summary["cost_plan"] = cost_plan.name
+        summary["cost_refreshes"] = 0 if learned is None else learned.n_refreshes
     return RunResult(trace=trace, summary=summary)
 
 

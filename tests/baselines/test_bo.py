@@ -388,3 +388,20 @@ def test_hydra_composes_each_bo_policy(name, policy_class):
     policy = instantiate(cfg.policy)
     assert type(policy) is policy_class and policy.name == name
     assert policy.hyperparameters() == {"lam": 1e-3, "init_fraction": 0.05, "noise_var": 1e-6}
+
+
+@pytest.mark.parametrize("policy_class", POLICIES)
+def test_learned_costs_reach_the_budget_check_and_the_acquisition(policy_class):
+    """update_costs: a query costs N c_k at the new costs, and so does the acquisition's cost (ones under unit cost)."""
+    priced = EvaluationProblem(10, np.array([1.0, 2.0, 4.0]), budget=35.0, binary=True)
+    policy = policy_class()
+    policy.reset(priced, np.random.default_rng(0))
+    assert policy.affordable().tolist() == [True, True, False]  # 10, 20, 40 against 35
+    policy.update_costs(np.array([1.0, 2.0, 3.0]))
+    assert policy.affordable().tolist() == [True, True, True]
+    np.testing.assert_array_equal(policy.acquisition_costs.numpy(), [10.0, 20.0, 30.0])
+    unit = EvaluationProblem(10, np.ones(3), budget=35.0, binary=True)
+    policy.reset(unit, np.random.default_rng(0))
+    policy.update_costs(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(policy.query_costs, [10.0, 20.0, 30.0])
+    np.testing.assert_array_equal(policy.acquisition_costs.numpy(), [1.0, 1.0, 1.0])

@@ -53,7 +53,7 @@ def test_expected_options_exist():
     assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix"} <= set(GROUPS["benchmark"])
     assert "gittins" in GROUPS["policy"]
     assert GROUPS["prior"] == ["empirical", "general", "specific"]
-    assert GROUPS["cost"] == ["aware", "per_cell", "unit"]
+    assert GROUPS["cost"] == ["aware", "per_cell", "per_cell_learned", "unit"]
     assert GROUPS["logger"] == ["none", "wandb"]
     assert "main" in GROUPS["experiment"]
 

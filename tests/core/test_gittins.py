@@ -17,6 +17,7 @@ from gittinseval import (
 )
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.core.protocol import Policy, argmax_by_priority
+from gittinseval.core.roots import interpolated_root_schedule
 from gittinseval.sim.simulator import simulate
 
 
@@ -416,3 +417,68 @@ def test_the_recorded_trace_check_fails_on_a_real_change():
     recorded = np.load(PAPER_TRACES)["default"]
     with pytest.raises(AssertionError, match="differ by"):
         run_paper_setting([], lambda policy: RecordedTraceFollower(policy, *recorded), lam=1.01e-4)
+
+
+def stage_tolerance(policy, arms):
+    """``[len(arms)]`` the roots' own accuracy at each arm's current stage: 1e-6 or 1 % of its stage cost."""
+    post = policy.posterior
+    stage_size = np.minimum(policy.resolved_batch_size, policy.problem.n_examples - post.n_seen[arms])
+    return np.maximum(1e-6, 0.01 * policy.lam * policy.arm_costs[arms] * stage_size)
+
+
+def test_a_cost_refresh_gives_the_index_computed_from_scratch_at_the_new_costs():
+    """After update_costs the index of every arm is that of a policy reset with the new costs and fed the same
+    batches, within the roots' own accuracy (1e-6 or 1 % of the stage cost); unchanged arms keep theirs exactly."""
+    rng = np.random.default_rng(5)
+    n_examples, costs = 60, np.array([1.0, 2.0, 3.0, 2.0])
+    scores = (rng.uniform(size=(4, n_examples)) < np.array([[0.4], [0.5], [0.6], [0.55]])).astype(float)
+    policy = GittinsPolicy(batch_size=4, lam=1e-3)
+    policy.reset(make_problem(costs, n_examples), np.random.default_rng(0))
+    for _ in range(7):
+        request = policy.select()
+        policy.observe(request, scores[request.arm, request.examples])
+    before = policy.index.copy()
+    new_costs = np.array([1.0, 7.3, 0.4, 2.0])
+    policy.update_costs(new_costs)
+
+    fresh = GittinsPolicy(batch_size=4, lam=1e-3)
+    fresh.reset(make_problem(new_costs, n_examples), np.random.default_rng(0))
+    for arm in range(4):
+        seen = policy.order.order[arm, : policy.posterior.n_seen[arm]]
+        for batch in np.split(seen, np.arange(4, seen.size, 4)):
+            if batch.size:
+                fresh.observe(Request(arm, batch), scores[arm, batch])
+    changed = np.array([1, 2])
+    assert np.all(np.abs(policy.index[changed] - fresh.index[changed]) <= stage_tolerance(policy, changed))
+    assert not np.allclose(policy.index[changed], before[changed], atol=1e-4)  # the refresh mattered
+    assert policy.index[0] == before[0] and policy.index[3] == before[3]
+    np.testing.assert_array_equal(policy.arm_table[[0, 3]] < policy.distinct_costs.size, True)
+    assert policy.select().arm == argmax_by_priority(policy.open_index, policy.priority)
+
+
+def test_learned_roots_follow_the_empirical_prior_to_its_new_tables():
+    """With GittinsEval-EB, a table switch recomputes the learned arms' roots at the new prior variance."""
+    n_arms, n_examples = 12, 16
+    estimator = EmpiricalPriorEstimator(var_floor=1e-4, prior_arms=0.0, refit_growth=0.0)
+    policy = GittinsPolicy(batch_size=4, lam=1e-3, prior_estimator=estimator)
+    policy.reset(make_problem(np.ones(n_arms), n_examples), np.random.default_rng(0))
+    learned = np.array([2, 5])
+    policy.update_costs(np.where(np.isin(np.arange(n_arms), learned), 4.0, 1.0))
+    prior_var = policy.prior_var
+    while policy.n_table_refreshes == 0:
+        request = policy.select()
+        policy.observe(request, np.full(request.size, 0.5))
+    assert policy.prior_var < prior_var
+    expected = interpolated_root_schedule(n_examples, 4, policy.prior_var, np.array([4e-3, 4e-3]))
+    np.testing.assert_array_equal(policy.roots[policy.arm_table[learned], :-1], expected)
+    exact = root_schedule(n_examples, 4, policy.prior_var, 1e-3)
+    np.testing.assert_array_equal(policy.roots[policy.arm_table[0], :-1], exact)
+
+
+def test_update_costs_refuses_costs_that_are_not_one_positive_cost_per_arm():
+    policy = GittinsPolicy(batch_size=4)
+    policy.reset(make_problem([1.0, 2.0], 8), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="3 costs for 2 arms"):
+        policy.update_costs(np.ones(3))
+    with pytest.raises(ValueError, match="costs"):
+        policy.update_costs(np.array([1.0, 0.0]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
-from gittinseval.live.status import LEGEND, ArmStatus, GradingWarnings, status_text
+from gittinseval.live.status import COST_LEGEND, LEGEND, ArmStatus, GradingWarnings, status_text
 
 
 def test_status_txt_is_the_ledger_line_the_warnings_and_the_arms_by_lcb():
@@ -59,3 +59,14 @@ def test_the_table_shows_each_arm_s_interval_and_p_best_from_the_certificate():
     assert "P(best): the posterior probability that the arm is the best" in LEGEND
     without = ArmStatus.of(posterior, ("a", "b"), [], 1.0)
     assert np.isnan(without.prob_best).all()
+def test_with_learned_costs_status_txt_shows_each_arms_guessed_and_learned_dollars():
+    posterior = FiniteBenchmarkPosterior(2, 40, 0.5, 0.04, 0.25)
+    posterior.update(1, np.array([1.0, 1.0]))
+    costs = (np.array([3.1e-5, 3.1e-5]), np.array([3.1e-5, 2.76e-4]))
+    status = ArmStatus.of(posterior, ("terse", "verbose"), [], kappa=1.0, costs=costs)
+    lines = status_text("spent $1", [], status).splitlines()
+    assert lines[2].split()[-2:] == ["guess", "learned"]
+    row = lines[3].split()
+    assert row[1:3] == ["verbose", "2"] and row[-2:] == ["3.1e-05", "0.000276"]
+    assert lines[-2:] == [LEGEND, COST_LEGEND]
+    assert "guess" not in status_text("spent $1", [], ArmStatus.of(posterior, ("terse", "verbose"), [], 1.0))

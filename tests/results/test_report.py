@@ -68,6 +68,19 @@ def test_gsm8k_matrices_pool_mmlu_subjects_pool_by_bucket_and_a_varying_setting_
         panels(rows(runs), mmlu_panels="bucket_size")
 
 
+def test_runs_of_other_cost_plans_are_curves_of_their_own_and_a_label_with_one_plan_keeps_its_name():
+    runs = []
+    for plan in ("true", "5x off for 50%, learned", "5x off for 50%"):
+        run = fake_run("gsm8k_zeroeval", "GittinsEval-S", [1, 2], [0.1, 0.0], cost_mode="per_cell")
+        run.summary["cost_plan"] = plan
+        runs.append(run)
+    ucbe = fake_run("gsm8k_zeroeval", "UCB-E", [1, 2], [0.2, 0.1], cost_mode="per_cell", policy="ucbe")
+    ucbe.summary["cost_plan"] = "true"
+    (panel,) = panels(rows([*runs, ucbe]))
+    assert list(panel.curves) == ["GittinsEval-S costs=5x off for 50%", "GittinsEval-S costs=5x off for 50%, learned",
+                                  "GittinsEval-S costs=true", "UCB-E"]
+
+
 def test_table_numbers_equal_a_direct_computation():
     rng = np.random.default_rng(0)
     runs = []

@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.results.callbacks import sweep_size
-from gittinseval.sim.experiment import config_digest, run_experiment, run_trials
+from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
+from gittinseval.sim.results_store import stored_digests
 from gittinseval.utils.validation import ConfigError
 
 EXPERIMENTS = sorted(
@@ -149,8 +150,6 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
 
 def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stored_runs():
     """The committed stores are keyed by digests computed before `certificate` and `stop_when` existed."""
-def test_the_default_objective_keeps_the_digests_of_the_stored_runs():
-    """The committed stores are keyed by digests computed before `objective` existed."""
     from gittinseval.sim.results_store import stored_digests
 
     job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
@@ -174,6 +173,15 @@ def test_a_simulated_run_logs_its_certificate_and_records_the_confidence_stop(tm
     assert stop["prob_eps_best"] == 0.5 and stop["step"] is not None and stop["cost_pct"] <= 100 * 0.05 + 1
     assert any(f"P(within 0.05) {certificate['prob_eps_best']:.2f}" in r.getMessage() for r in caplog.records)
     assert any(f"confidence stop at {stop['cost_pct']:.3g}%" in r.getMessage() for r in caplog.records)
+
+
+def test_the_default_objective_keeps_the_digests_of_the_stored_runs():
+    """The committed stores are keyed by digests computed before `objective` existed."""
+    from gittinseval.sim.results_store import stored_digests
+
+    job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
+           "seed=0"]
+    cfg = compose_config(*job)
     assert cfg.objective.name == "accuracy"
     stored = stored_digests(CONFIG_DIR.parent / "docs/results/main_gsm8k_zeroeval.parquet")
     assert config_digest(cfg) in stored
@@ -194,3 +202,16 @@ def test_a_value_run_recommends_by_value_and_records_its_objective(tmp_path):
     assert accuracy["final_regret"] == value["final_regret"] == 0
     # xlarge/steps (0.800 at 10 per 1M tokens) against large/steps (0.755 at 2.5): 0.300 < 0.630 in value.
     assert accuracy["final_recommended"] == 7 and value["final_recommended"] == 5
+@pytest.mark.parametrize("cost", ["unit", "aware", "per_cell"])
+def test_committed_runs_keep_their_config_digest(cost):
+    """The cost modes' configs are those the committed GSM8K store was run with: its runs are found by digest."""
+    cfg = compose_config("experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", f"cost={cost}",
+                         "method=gittins_s", "seed=3")
+    assert config_digest(cfg) in stored_digests(CODE_ROOT / "docs" / "results" / "main_gsm8k_zeroeval.parquet")
+
+
+def test_a_learned_cost_run_records_its_plan_and_its_refreshes(tmp_path):
+    cfg = compose_config("experiment=learned_costs", "method=ucbe", "budget=0.01", "logger=none")
+    summary = run_experiment(cfg, tmp_path).summary
+    assert summary["cost_plan"] == "5x off for 50%, learned" and summary["cost_refreshes"] > 0
+    assert summary["cost_mode"] == "per_cell" and summary["total_cost"] >= 0.01 * summary["exhaustive_cost"]

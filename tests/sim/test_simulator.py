@@ -279,6 +279,8 @@ def test_the_run_goes_past_the_confidence_stop_and_records_where_it_fired(benchm
             first = i + 1
             break
     assert first == step
+
+
 @pytest.fixture(scope="module")
 def priced_example():
     """The bundled 8 x 200 example: accuracies 0.365-0.800 at 0.15, 0.60, 2.50 and 10.00 USD per 1M tokens."""

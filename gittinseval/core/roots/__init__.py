@@ -22,6 +22,8 @@ The modules, in reading order:
 - :mod:`~gittinseval.core.roots.grid`: what both paths share (the whole chain's grid and
   its lower end, the interpolant's slope changes, their FFT convolution);
 - :mod:`~gittinseval.core.roots.plain`: the plain grid program, the reference;
+- :mod:`~gittinseval.core.roots.cost_grid`: schedules at any cost, interpolated between tables cached
+  on a log grid of costs (for costs learned during a run);
 - :mod:`~gittinseval.core.roots.refined`: the refined path's stage loop, which builds on
   :mod:`~gittinseval.core.roots.stage_grids` (per-stage grids),
   :mod:`~gittinseval.core.roots.smoothing` (expectations on and off the grid),
@@ -38,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from gittinseval.core.roots.chain import EmpiricalTargetChain
+from gittinseval.core.roots.cost_grid import interpolated_root_schedule
 from gittinseval.core.roots.grid import chain_grids
 from gittinseval.core.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.core.roots.refined import refined_roots
@@ -48,6 +51,7 @@ __all__ = [
     "EmpiricalTargetChain",
     "expected_improvement",
     "gaussian_smoothing",
+    "interpolated_root_schedule",
     "root_schedule",
 ]
 

@@ -172,7 +172,9 @@ def test_the_documented_scripted_replies_of_your_own_task_run_offline_as_scripte
     # The documented spend and status table (the replies and the policy are deterministic).
     page = " ".join((ROOT / "docs" / "live.md").read_text().split())
     assert f"The run spent ${result.spent:.5g} on {len(result.trace['step'])} calls, each charged" in page
-    header = "   arm  name            seen    mean       M   sd(V)     lcb      lo      hi  P(best)\n"
+    header = (
+        "   arm  name            seen    mean       M   sd(V)     lcb      lo      hi  P(best)      guess    learned\n"
+    )
     table = page_block("docs/live.md", header + "     2  large-cached")
     status = (tmp_path / "my_quiz" / "run" / "status.txt").read_text().splitlines()
     assert all(line in status for line in table.splitlines())
