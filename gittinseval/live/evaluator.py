@@ -16,6 +16,7 @@ import numpy as np
 
 from gittinseval.core.certificate import Certificate, ConfidenceStop
 from gittinseval.core.cost_learning import CostEstimator
+from gittinseval.core.objective import shifted_posterior
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
@@ -497,12 +498,19 @@ class Evaluator:
         """
         if not self._trace:
             return None
-        return self.certificate_settings.certify(self.posterior, self._recommended_arm())
+        return self.certificate_settings.certify(self._certified_posterior(), self._recommended_arm())
 
     def confident(self, stop: ConfidenceStop) -> bool:
         """Whether ``stop`` is reached: the recommended arm is eps-best with its probability.  Cheap in most
         calls (Gaussian bounds decide; Monte Carlo only when they do not), so a driver asks after each tell."""
-        return bool(self._trace) and stop.reached(self.posterior, self._recommended_arm())
+        return bool(self._trace) and stop.reached(self._certified_posterior(), self._recommended_arm())
+
+    def _certified_posterior(self) -> FiniteBenchmarkPosterior:
+        """The posterior the certificate and the confidence stop read: of ``Zbar_k + b_k`` under the ``value``
+        objective (so they are of the value the run recommends by), else of the accuracy."""
+        if self.objective.name != "value":
+            return self.posterior
+        return shifted_posterior(self.posterior, self.objective.offsets(self.deployment_prices, self.n_arms))
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior

@@ -239,5 +239,8 @@ def run_experiment(
         output_dir,
     )
     if summary["certificate"] is not None:
-        log.info("certificate of %s: %s", summary["label"], format_certificate(summary["certificate"]))
+        log.info(
+            "%s's certificate of arm %d: %s",
+            summary["label"], summary["final_recommended"], format_certificate(summary["certificate"]),
+        )
     return result

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, posterior_from_statistics
 from gittinseval.core.cost_learning import CostPlan
-from gittinseval.core.objective import Objective
+from gittinseval.core.objective import Objective, shifted_posterior
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
@@ -257,7 +257,8 @@ def simulate(
                 stop_step = len(rows)
             if stop_when is not None and confidence_step is None:
                 posterior.update(request.arm, batch_scores)
-                if stop_when.reached(posterior, rows[-1][3]):
+                stop_posterior = shifted_posterior(posterior, offsets) if objective.name == "value" else posterior
+                if stop_when.reached(stop_posterior, rows[-1][3]):
                     confidence_step = len(rows)
             bar.update(batch_cost)
     wall_time = time.perf_counter() - started
@@ -307,9 +308,10 @@ def simulate(
         "best_mean": best,
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
-        # The certificate is of the recommended arm's accuracy, under every objective.
+        # Under `value` the certificate is of the value Zbar_k + b_k, as the regret is.
         "certificate": _final_certificate(
-            scores, seen, prior, cell_var, certificate, recommended, benchmark.row_means
+            scores, seen, prior, cell_var, certificate, recommended, row_means,
+            offsets if objective.name == "value" else None,
         ),
         "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
@@ -333,13 +335,18 @@ def _final_certificate(
     settings: CertificateSettings,
     recommended: np.ndarray,
     row_means: np.ndarray,
+    offsets: np.ndarray | None = None,
 ) -> dict[str, Any] | None:
-    """The certificate of the last recommendation, with the arm's ``true_mean`` (``None`` before any batch)."""
+    """The certificate of the last recommendation, with the arm's ``true_mean`` (``None`` before any batch);
+    with ``offsets`` ``b_k`` (the ``value`` objective) the certificate of ``Zbar_k + b_k``, whose true means
+    are then ``row_means``."""
     if not len(recommended):
         return None
     arm = int(recommended[-1])
     sums = np.where(seen, scores, 0.0).sum(axis=1)
     posterior = posterior_from_statistics(sums, seen.sum(axis=1), seen.shape[1], prior.mean, prior.var, cell_var)
+    if offsets is not None:
+        posterior = shifted_posterior(posterior, offsets)
     return {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
 
 

@@ -352,3 +352,19 @@ def test_cheapest_within_recommends_the_cheapest_near_best_arm(priced_example, e
     wanted = accuracy.summary["final_recommended"] if expected is None else expected
     assert result.summary["final_recommended"] == wanted
     assert np.array_equal(result.trace["arm"], accuracy.trace["arm"])
+
+
+def test_under_value_the_certificate_is_of_the_value_the_run_recommends_by(priced_example):
+    from gittinseval.core.certificate import CertificateSettings
+    from gittinseval.core.objective import Objective, shifted_posterior
+
+    objective = Objective(name="value", mu=0.05)
+    policy = RecordingGittins(batch_size=4)
+    summary = simulate(priced_example, policy, priced_example.prices, GaussianPrior(), budget_fraction=0.2,
+                       objective=objective).summary
+    arm, offsets = summary["final_recommended"], objective.offsets(priced_example.prices, priced_example.n_arms)
+    accuracy = posterior_from_statistics(policy.sums, policy.counts, priced_example.n_examples, 0.5, 0.04)
+    expected = CertificateSettings().certify(shifted_posterior(accuracy, offsets), arm)
+    true_value = float(priced_example.row_means[arm] + offsets[arm])
+    assert summary["certificate"] == {**expected.as_dict(), "true_mean": true_value}
+    assert summary["certificate"]["mean"] == pytest.approx(accuracy.mean[arm] + offsets[arm])
