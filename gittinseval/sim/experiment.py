@@ -18,7 +18,7 @@ from gittinseval.core.priors import GaussianPrior
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
 from gittinseval.utils.threads import job_threads, torch_threads
-from gittinseval.utils.validation import ConfigError, non_negative_int, positive_int
+from gittinseval.utils.validation import ConfigError, boolean, non_negative_int, positive_int
 
 __all__ = [
     "code_commit",
@@ -41,6 +41,7 @@ LATER_SETTINGS = {
     "certificate": {"level": 0.95, "eps": 0.01, "samples": DEFAULT_SAMPLES},
     "stop_when": None,
     "objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05},
+    "checkpoint_certificates": False,
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -177,6 +178,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             stop_when=ConfidenceStop.of(cfg.get("stop_when")),
             objective=Objective.from_config(cfg.get("objective")),
             cost_plan=cost_model.plan(benchmark, seed),
+            checkpoint_certificates=boolean("checkpoint_certificates", cfg.get("checkpoint_certificates", False)),
         )
     result.summary["threads"] = threads
     return result

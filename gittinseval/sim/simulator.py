@@ -99,8 +99,8 @@ class RunResult:
 
 def regret_at(cost_pct: np.ndarray, regret: np.ndarray, percent: float) -> float | None:
     """Regret after the last batch whose cumulative cost is at most ``percent`` %."""
-    position = int(np.searchsorted(cost_pct, percent + 1e-9, side="right")) - 1
-    return None if position < 0 else float(regret[position])
+    position = _last_position(cost_pct, percent)
+    return None if position is None else float(regret[position])
 
 
 def simulate(
@@ -119,6 +119,7 @@ def simulate(
     stop_when: ConfidenceStop | None = None,
     objective: Objective | None = None,
     cost_plan: CostPlan | None = None,
+    checkpoint_certificates: bool = False,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
@@ -135,7 +136,11 @@ def simulate(
     (:func:`~gittinseval.core.certificate.certify`, with the run's prior and the policy's
     cell variance, whichever policy ran), with ``true_mean``, the recommended arm's
     full-benchmark mean, which only a simulation knows: it says whether the interval
-    covered it.
+    covered it.  With ``checkpoint_certificates`` the summary's ``certificates`` adds the
+    certificate of the recommendation after the last batch at or below each reported share
+    of the exhaustive cost (``"1pct"``, ..., as ``regret_at_*``) and at the policy's stopping
+    signal (``"stop"``), each with ``true_mean`` and the recommendation's ``regret``: what a
+    calibration study of the certificate needs (``None`` where there is no such batch).
 
     Args:
         benchmark: the complete response matrix.
@@ -169,6 +174,7 @@ def simulate(
             before it observes the batch whenever one moves by more than the refresh share.
             The summary records the plan's name (``cost_plan``) and the re-plans
             (``cost_refreshes``).
+        checkpoint_certificates: add the summary's ``certificates`` (above).
     """
     certificate = CertificateSettings.of(certificate)
     # The one check of the budget fraction (the config key `budget` of gittinseval).
@@ -216,6 +222,7 @@ def simulate(
     learned = None if cost_plan is None or cost_plan.learning is None else cost_plan.learning.start(problem.costs)
     seen = np.zeros(scores.shape, dtype=bool)
     rows: list[tuple[int, int, float, int]] = []
+    batch_sums: list[float] = []
     spent = 0.0
     stop_step = None
     confidence_step = None
@@ -253,6 +260,7 @@ def simulate(
                 choice = objective.choose(choice_posterior, prices, recommended, kappa=report.kappa)
                 recommended = choice.arm
             rows.append((request.arm, request.size, spent, recommended))
+            batch_sums.append(float(batch_scores.sum()))
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
             if stop_when is not None and confidence_step is None:
@@ -309,8 +317,8 @@ def simulate(
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
         # Under `value` the certificate is of the value Zbar_k + b_k, as the regret is.
-        "certificate": _final_certificate(
-            scores, seen, prior, cell_var, certificate, recommended, row_means,
+        "certificate": _certificate_after(
+            len(rows) - 1, trace, np.asarray(batch_sums), n_examples, prior, cell_var, certificate, row_means,
             offsets if objective.name == "value" else None,
         ),
         "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
@@ -318,6 +326,19 @@ def simulate(
         "wall_time_s": wall_time,
         "diagnostics": policy.diagnostics(),
     }
+    if checkpoint_certificates:
+        positions = {f"{p}pct": _last_position(cost_pct, p) for p in REPORT_PERCENTS}
+        positions["stop"] = None if stop_step is None else stop_step - 1
+        summary["certificates"] = {
+            name: None if position is None else {
+                **_certificate_after(
+                    position, trace, np.asarray(batch_sums), n_examples, prior, cell_var, certificate, row_means,
+                    offsets if objective.name == "value" else None,
+                ),
+                "regret": float(regret[position]),
+            }
+            for name, position in positions.items()
+        }
     if objective.name != "accuracy":
         qualified = None if choice is None else choice.qualified
         summary["objective"] = {**objective.as_dict(), "qualified": qualified}
@@ -327,27 +348,38 @@ def simulate(
     return RunResult(trace=trace, summary=summary)
 
 
-def _final_certificate(
-    scores: np.ndarray,
-    seen: np.ndarray,
+def _certificate_after(
+    position: int,
+    trace: dict[str, np.ndarray],
+    batch_sums: np.ndarray,
+    n_examples: int,
     prior: GaussianPrior,
     cell_var: float,
     settings: CertificateSettings,
-    recommended: np.ndarray,
     row_means: np.ndarray,
     offsets: np.ndarray | None = None,
 ) -> dict[str, Any] | None:
-    """The certificate of the last recommendation, with the arm's ``true_mean`` (``None`` before any batch);
-    with ``offsets`` ``b_k`` (the ``value`` objective) the certificate of ``Zbar_k + b_k``, whose true means
-    are then ``row_means``."""
-    if not len(recommended):
+    """The certificate of the recommendation after batch ``position`` (0-based; ``None`` for ``-1``, before
+    any batch), from each arm's score sum and count up to that batch, with the arm's ``true_mean``; with
+    ``offsets`` ``b_k`` (the ``value`` objective) the certificate of ``Zbar_k + b_k``, whose true means are
+    then ``row_means``."""
+    if position < 0:
         return None
-    arm = int(recommended[-1])
-    sums = np.where(seen, scores, 0.0).sum(axis=1)
-    posterior = posterior_from_statistics(sums, seen.sum(axis=1), seen.shape[1], prior.mean, prior.var, cell_var)
+    n_arms = row_means.size
+    arms = trace["arm"][: position + 1]
+    sums = np.bincount(arms, weights=batch_sums[: position + 1], minlength=n_arms)
+    counts = np.bincount(arms, weights=trace["batch_size"][: position + 1], minlength=n_arms)
+    posterior = posterior_from_statistics(sums, counts, n_examples, prior.mean, prior.var, cell_var)
     if offsets is not None:
         posterior = shifted_posterior(posterior, offsets)
+    arm = int(trace["recommended"][position])
     return {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
+
+
+def _last_position(cost_pct: np.ndarray, percent: float) -> int | None:
+    """0-based position of the last batch whose cumulative cost is at most ``percent`` % (as :func:`regret_at`)."""
+    position = int(np.searchsorted(cost_pct, percent + 1e-9, side="right")) - 1
+    return None if position < 0 else position
 
 
 def _confidence_stop(

@@ -11,6 +11,7 @@ from gittinseval.utils.errors import UsageError
 
 __all__ = [
     "ConfigError",
+    "boolean",
     "positive_finite_values",
     "fraction_in_unit_interval",
     "non_negative_float",
@@ -22,6 +23,14 @@ __all__ = [
 
 class ConfigError(UsageError, ValueError):
     """A configured value outside its allowed range; the message names the key."""
+
+
+def boolean(key: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False``, else a :class:`ConfigError` naming ``key`` (a string such as
+    ``"false"`` would otherwise be true)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return bool(value)
 
 
 def fraction_in_unit_interval(key: str, value: Any) -> float:

@@ -244,6 +244,33 @@ def test_the_summary_certifies_the_final_recommendation_with_the_run_prior(bench
     assert summary["confidence_stop"] is None
 
 
+def test_checkpoint_certificates_certify_the_data_up_to_each_reported_share_and_the_stop(benchmark):
+    policy, prior = RecordingGittins(batch_size=4, lam=1e-3), GaussianPrior(0.4, 0.02)
+    result = simulate(benchmark, policy, np.ones(benchmark.n_arms), prior, budget_fraction=0.3, seed=1,
+                      checkpoint_certificates=True)
+    summary, trace = result.summary, result.trace
+    assert set(summary["certificates"]) == {"1pct", "2pct", "5pct", "10pct", "stop"}
+    assert summary["stop_step"] is not None
+    positions = {f"{p}pct": np.flatnonzero(trace["cost_pct"] <= p + 1e-9) for p in (1, 2, 5, 10)}
+    positions = {name: found[-1] if found.size else None for name, found in positions.items()}
+    positions["stop"] = summary["stop_step"] - 1
+    for name, position in positions.items():
+        # Independently: the sums and counts of the batches the policy observed up to that position.
+        sums, counts = np.zeros(benchmark.n_arms), np.zeros(benchmark.n_arms, dtype=int)
+        for arm, scores in policy.batches[: position + 1]:
+            sums[arm] += scores.sum()
+            counts[arm] += scores.size
+        arm = trace["recommended"][position]
+        expected = certify(posterior_from_statistics(sums, counts, 64, 0.4, 0.02), arm).as_dict()
+        true_mean = float(benchmark.row_means[arm])
+        regret = float(benchmark.row_means.max() - true_mean)
+        assert summary["certificates"][name] == {**expected, "true_mean": true_mean, "regret": regret}
+    # Without the flag the summary has no checkpoints, and the final certificate is the same.
+    plain = simulate(benchmark, GittinsPolicy(batch_size=4, lam=1e-3), np.ones(benchmark.n_arms), prior,
+                     budget_fraction=0.3, seed=1)
+    assert "certificates" not in plain.summary and plain.summary["certificate"] == summary["certificate"]
+
+
 def test_the_certificate_takes_its_settings_and_a_complete_arm_is_known_exactly():
     bench = binary_benchmark(6, 40, seed=2)
     settings = CertificateSettings(level=0.8, eps=0.05, samples=512)
