@@ -65,12 +65,15 @@ from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode
 from gittinseval.results.plotting import plot_panels, plot_wall_times
 from gittinseval.results.tables import (
     Figure,
+    calibration_cells,
     certificate_cells,
+    confidence_stop_cells,
     markdown_table,
     overview_cells,
     overview_markdown,
     paired_cells,
     regret_cells,
+    reliability_cells,
     report_markdown,
     slug,
     stop_cells,
@@ -187,4 +190,24 @@ def write_report(
         (out / "certificate.md").write_text(table)
         with report.open("a") as text:
             text.write("\n## How sure the final recommendations were\n\n" + table)
+    write_calibration([row.summary for row in runs], out, report)
     return report
+
+
+def write_calibration(summaries: list[dict], out: Path, report: Path) -> None:
+    """The calibration tables of runs with checkpoint certificates or a confidence stop, each in its file
+    and at the end of ``report``: ``calibration_<family>.md`` and ``reliability_<family>.md`` per
+    benchmark family, ``confidence_stop.md``."""
+    sections = []
+    for family, rows in calibration_cells(summaries).items():
+        sections.append((f"Calibration on {family}", f"calibration_{slug(family)}.md", markdown_table(rows)))
+    for family, rows in reliability_cells(summaries).items():
+        title = f"Stated against observed on {family}"
+        sections.append((title, f"reliability_{slug(family)}.md", markdown_table(rows)))
+    stops = confidence_stop_cells(summaries)
+    if stops:
+        sections.append(("The confidence stop", "confidence_stop.md", markdown_table(stops)))
+    with report.open("a") as text:
+        for title, name, table in sections:
+            (out / name).write_text(table)
+            text.write(f"\n## {title}\n\n" + table)

@@ -22,15 +22,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 from gittinseval.results.panels import TABLE_PERCENTS, CurveRow, PairedRow, PanelTables, StopRow
 from gittinseval.results.stats import Estimate
 
 __all__ = [
+    "CALIBRATION_BINS",
+    "CHECKPOINTS",
     "EMPTY",
     "IN_DESIGN",
     "TIMING_BASELINE",
     "Figure",
+    "calibration_cells",
+    "certificate_cells",
+    "confidence_stop_cells",
     "estimate_cell",
     "markdown_table",
     "overview_cells",
@@ -38,10 +44,12 @@ __all__ = [
     "paired_cells",
     "panel_markdown",
     "regret_cells",
+    "reliability_cells",
     "report_markdown",
     "slug",
     "stop_cells",
     "timing_cells",
+    "wilson_interval",
 ]
 
 EMPTY = "–"
@@ -205,6 +213,135 @@ def certificate_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
             f"{100 * first['level']:g}% interval covers": f"{sum(covered) / len(covered):.3f}",
         })
     return cells
+
+
+CHECKPOINTS = ("1pct", "2pct", "5pct", "10pct", "stop")
+"""The keys of a summary's ``certificates`` (``checkpoint_certificates``), in the order the tables show them."""
+
+CALIBRATION_BINS = (0.0, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0)
+"""Edges of the bins of stated probability in :func:`reliability_cells`; the last bin holds 1."""
+
+
+def _family(benchmark: str) -> str:
+    """The benchmark family a calibration table pools: the name before ``/`` (``mmlu/anatomy`` -> ``mmlu``)."""
+    return benchmark.split("/")[0]
+
+
+def wilson_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial share ``hits / n`` at ``level``:
+    ``(p + z^2/2n -+ z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)``, ``z = Phi^{-1}((1 + level) / 2)``.
+    Unlike ``p -+ z SE`` it is not empty at 0 or ``n`` hits (``[0, z^2 / (n + z^2)]`` at 0)."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    share, z2 = hits / n, z * z
+    centre = share + z2 / (2 * n)
+    half = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
+
+
+def _share_cell(hits: Sequence[bool]) -> str:
+    """The share of ``hits`` and its 95 % Wilson interval, the runs taken as independent."""
+    low, high = wilson_interval(sum(hits), len(hits))
+    return f"{sum(hits) / len(hits):.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _checkpoint_certificates(summaries: Sequence[dict]) -> dict[str, list[tuple[str, str, dict]]]:
+    """Per benchmark family: (curve label, checkpoint, certificate) of every checkpoint certificate."""
+    families: dict[str, list[tuple[str, str, dict]]] = {}
+    for summary in summaries:
+        for checkpoint, certificate in (summary.get("certificates") or {}).items():
+            if certificate is not None:
+                families.setdefault(_family(summary["benchmark"]), []).append(
+                    (summary["label"], checkpoint, certificate)
+                )
+    return families
+
+
+def calibration_cells(summaries: Sequence[dict]) -> dict[str, list[dict[str, str]]]:
+    """Per benchmark family, one row per curve label and checkpoint (:data:`CHECKPOINTS`), over the runs
+    with checkpoint certificates: how often the recommended arm's credible interval held its
+    full-benchmark mean (``true_mean``), the mean stated P(best) beside the share of runs whose
+    recommendation was a best arm (regret 0), and the mean stated P(eps-best) beside the share within
+    ``eps`` (regret at most ``eps``); each share with its 95 % Wilson interval.  A calibrated
+    certificate states a mean inside the interval of its share.  Empty when no run has checkpoint certificates."""
+    tables = {}
+    for family, certificates in sorted(_checkpoint_certificates(summaries).items()):
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for label, checkpoint, certificate in certificates:
+            groups.setdefault((label, checkpoint), []).append(certificate)
+        rows = []
+        for label, checkpoint in sorted(groups, key=lambda key: (key[0], CHECKPOINTS.index(key[1]))):
+            group = groups[(label, checkpoint)]
+            first = group[0]
+            eps = first["eps"]
+            rows.append({
+                "method": label,
+                "at": checkpoint.replace("pct", " %") if checkpoint != "stop" else "stopping signal",
+                "runs": str(len(group)),
+                f"{100 * first['level']:g} % interval covers": _share_cell(
+                    [c["lower"] <= c["true_mean"] <= c["upper"] for c in group]
+                ),
+                "P(best) stated": f"{sum(c['prob_best'] for c in group) / len(group):.3f}",
+                "best": _share_cell([c["regret"] == 0 for c in group]),
+                f"P(within {eps:g}) stated": f"{sum(c['prob_eps_best'] for c in group) / len(group):.3f}",
+                f"within {eps:g}": _share_cell([c["regret"] <= eps + 1e-12 for c in group]),
+            })
+        tables[family] = rows
+    return tables
+
+
+def reliability_cells(summaries: Sequence[dict]) -> dict[str, list[dict[str, str]]]:
+    """Per benchmark family, the checkpoint certificates of every curve pooled into bins of stated
+    probability (:data:`CALIBRATION_BINS`): for P(best) and for P(eps-best), how many certificates
+    stated a probability in the bin, their mean, and the share of them whose recommendation was best
+    (eps-best), with its 95 % Wilson interval.  Calibrated: the share matches the mean statement in every bin."""
+    tables = {}
+    edges = CALIBRATION_BINS
+    for family, certificates in sorted(_checkpoint_certificates(summaries).items()):
+        eps = certificates[0][2]["eps"]
+        events = {
+            "P(best)": [(c["prob_best"], c["regret"] == 0) for _, _, c in certificates],
+            f"P(within {eps:g})": [(c["prob_eps_best"], c["regret"] <= eps + 1e-12) for _, _, c in certificates],
+        }
+        rows = []
+        for low, high in zip(edges[:-1], edges[1:], strict=True):
+            last = high == edges[-1]
+            row = {"stated": f"[{low:g}, {high:g}{']' if last else ')'}"}
+            for name, pairs in events.items():
+                inside = [(p, hit) for p, hit in pairs if low <= p < high or (last and p == high)]
+                row[f"{name}: n"] = str(len(inside))
+                row[f"{name}: mean stated"] = f"{sum(p for p, _ in inside) / len(inside):.3f}" if inside else EMPTY
+                row[f"{name}: observed"] = _share_cell([hit for _, hit in inside]) if inside else EMPTY
+            rows.append(row)
+        tables[family] = rows
+    return tables
+
+
+def confidence_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
+    """Per benchmark, cost mode and curve label, over the runs that recorded a confidence stop: how often
+    it fired, the mean share of the exhaustive cost at which it fired, and the share of fired stops whose
+    recommendation was *not* eps-best (regret above ``eps``) with its 95 % Wilson interval, against the ``delta =
+    1 - prob_eps_best`` the stop promises on benchmarks drawn from the prior."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for summary in summaries:
+        if summary.get("confidence_stop") is not None:
+            key = (summary["benchmark"], summary["cost_mode"], summary["label"])
+            groups.setdefault(key, []).append(summary["confidence_stop"])
+    rows = []
+    for (benchmark, cost_mode, label), stops in sorted(groups.items()):
+        fired = [stop for stop in stops if stop["step"] is not None]
+        first = stops[0]
+        rows.append({
+            "benchmark": benchmark,
+            "cost": cost_mode,
+            "method": label,
+            "runs": str(len(stops)),
+            "fired": f"{len(fired)}/{len(stops)}",
+            "mean stop (% of exhaustive)": f"{sum(s['cost_pct'] for s in fired) / len(fired):.3g}" if fired else EMPTY,
+            f"not within {first['eps']:g} (δ = {1 - first['prob_eps_best']:.2g})": (
+                _share_cell([stop["regret"] > first["eps"] + 1e-12 for stop in fired]) if fired else EMPTY
+            ),
+        })
+    return rows
 
 
 def markdown_table(rows: Sequence[dict[str, str]]) -> str:
