@@ -14,6 +14,7 @@ from gittinseval.core.certificate import (
     DEFAULT_SAMPLES,
     ConfidenceStop,
     StopReason,
+    _eps_best_ceiling,
     certify,
     eps_best_bounds,
     posterior_from_statistics,
@@ -364,6 +365,38 @@ def test_the_stop_decides_by_the_bounds_and_else_by_the_certificate(monkeypatch)
     assert not ConfidenceStop(estimate + 1 / DEFAULT_SAMPLES).reached(post, 0)
     # One arm: it is the best, before any data.
     assert ConfidenceStop(0.999).reached(FiniteBenchmarkPosterior(1, 10, *GENERAL), 0)
+
+
+def _many_arm_posterior(seed, n_arms=300, n_examples=100):
+    """A posterior of many arms at mixed stages: unseen, partly seen and complete arms."""
+    rng = np.random.default_rng(seed)
+    means = rng.beta(6, 4, n_arms)
+    counts = rng.choice([0, 4, 12, 40, n_examples], n_arms, p=[0.2, 0.3, 0.3, 0.15, 0.05])
+    sums = rng.binomial(counts, means)
+    return posterior_from_statistics(sums, counts, n_examples, *GENERAL)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_stop_ceiling_is_never_below_the_full_estimate_with_the_same_draws(seed):
+    post = _many_arm_posterior(seed)
+    mean, sd = np.asarray(post.mean), np.sqrt(post.variance)
+    full = certify(post, 0).arm_prob_eps_best
+    arms = np.argsort(-mean)[:40]  # the arms a run might recommend, complete ones among them
+    for arm in arms:
+        for rivals in (1, 8, 32):
+            ceiling = _eps_best_ceiling(mean, sd, int(arm), 0.01, DEFAULT_SAMPLES, rivals)
+            assert ceiling >= full[arm]
+        # With every drawn arm as a rival, the ceiling is the estimate itself.
+        assert _eps_best_ceiling(mean, sd, int(arm), 0.01, DEFAULT_SAMPLES, len(mean)) == full[arm]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_stop_with_its_ceiling_decides_as_the_full_certificate(seed):
+    post = _many_arm_posterior(seed, n_arms=200)
+    full = certify(post, 0).arm_prob_eps_best
+    for arm in np.argsort(-np.asarray(post.mean))[:30]:
+        for threshold in (0.05, 0.3, 0.6, 0.9, 0.95):
+            assert ConfidenceStop(threshold).reached(post, int(arm)) == (full[arm] >= threshold)
 
 
 def test_summary_values():
