@@ -31,6 +31,7 @@ from gittinseval.live.ledger import Attempt
 from gittinseval.live.status import ArmStatus, GradingWarnings, Recommendation
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import LiveTracker, start_tracking
+from gittinseval.live.usage import Usage
 
 __all__ = ["LiveResult", "evaluate", "evaluate_async"]
 
@@ -165,7 +166,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
 
     ``task.score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list
     of examples (elements of ``examples``) and returns their scores in [0, 1], or
-    a pair ``(scores, cost)`` with the dollars the call cost.  Without a returned
+    a pair ``(scores, cost)`` with the dollars the call cost, or ``(scores, usage)`` with
+    what each example was billed (a :class:`~gittinseval.live.usage.Usage`, kept in the store).  Without a returned
     cost a batch costs ``len(batch) * costs[arm]``; with neither, the run stops
     with an error (``costs="unit"`` counts examples instead of dollars).  A plain
     function runs in a pool of ``config.concurrency`` threads; a coroutine
@@ -362,7 +364,7 @@ class _AsyncRun:
         for retry in itertools.count():
             batch = [self.examples[int(e)] for e in attempt.examples]
             try:
-                scores, cost = _split_result(await self.call(self.arms[request.arm], batch))
+                scores, cost, usage = _split_result(await self.call(self.arms[request.arm], batch))
             except Exception as failure:  # noqa: BLE001 - every failure is recorded, then retried or stops the run
                 evaluator.fail_attempt(attempt, failure)
                 where = _where(evaluator, attempt, failure)
@@ -384,7 +386,7 @@ class _AsyncRun:
                 attempt = evaluator.start_attempt(request)
                 continue
             try:
-                told = evaluator.finish_attempt(attempt, scores, cost)
+                told = evaluator.finish_attempt(attempt, scores, cost, usage)
             except Exception as failure:  # noqa: BLE001 - invalid scores or cost, recorded as a failed call
                 self.halt_on(failure, _where(evaluator, attempt, failure))
                 return None
@@ -533,8 +535,11 @@ class _ScoreCall:
             await aclose()
 
 
-def _split_result(result: Any) -> tuple[Any, float | None]:
-    """``scores`` or ``(scores, cost)``: a pair whose first item is a sequence carries a cost."""
+def _split_result(result: Any) -> tuple[Any, float | None, Usage | None]:
+    """``scores``, ``(scores, cost)`` or ``(scores, usage)`` as ``(scores, cost, usage)``: a pair whose first item
+    is a sequence carries a cost, or a :class:`~gittinseval.live.usage.Usage` (whose sum is the cost)."""
     if isinstance(result, tuple) and len(result) == 2 and np.ndim(result[0]) == 1:
-        return result[0], float(result[1])
-    return result, None
+        if isinstance(result[1], Usage):
+            return result[0], None, result[1]
+        return result[0], float(result[1]), None
+    return result, None, None

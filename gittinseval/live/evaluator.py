@@ -28,6 +28,7 @@ from gittinseval.live.run_store import AttemptOutcome, RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
 from gittinseval.live.store_identity import define_or_check, run_settings, stored_run
 from gittinseval.live.task import DOLLARS, LiveTask, TaskDefinition
+from gittinseval.live.usage import Usage
 
 __all__ = ["Evaluator"]
 
@@ -321,23 +322,28 @@ class Evaluator:
         request not yet scored (all of them unless an earlier call failed part-way)."""
         return self.ledger.start(self._entry(request))
 
-    def finish_attempt(self, attempt: Attempt, scores: Any, cost: float | None = None) -> tuple[np.ndarray, float]:
+    def finish_attempt(
+        self, attempt: Attempt, scores: Any, cost: float | None = None, usage: Usage | None = None
+    ) -> tuple[np.ndarray, float]:
         """Record a call that scored every example of ``attempt``: its ``[m]`` scores and the dollars it
-        reported (``None``: the expected cost, an error with ``costs=None``).  The request is then
-        complete and the policy observes it; returns its ``[size]`` scores and what its calls were
-        charged, every attempt included.  Invalid scores or cost are recorded as a failed call and
-        raise a ``ValueError``.
+        reported (``None``: the sum of its ``usage``, what each example was billed, if given; else the
+        expected cost, an error with ``costs=None``).  The request is then complete and the policy
+        observes it; returns its ``[size]`` scores and what its calls were charged, every attempt
+        included.  Invalid scores, cost or usage are recorded as a failed call and raise a ``ValueError``.
         """
         entry = self._flying(attempt)
+        if cost is None and usage is not None:
+            cost = usage.cost
         try:
             values = self._valid_scores(attempt.request.arm, attempt.examples, scores)
             charge = self.ledger.valid_cost(attempt.request.arm, cost)
+            record = attempt.outcome(entry.id, usage)
         except ValueError as error:
             valid_cost = None if cost is None or not (math.isfinite(cost) and cost >= 0) else float(cost)
             self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
             raise
         scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
-        self._settle(entry, attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        self._settle(entry, record, "scored", scored, charge, 0, None)
         return entry.scores(), entry.charged
 
     def fail_attempt(self, attempt: Attempt, failure: BaseException) -> float:
@@ -345,12 +351,13 @@ class Evaluator:
         reported, plus the expected cost of its calls of unknown cost (all of it when a failure says
         nothing: see :class:`~gittinseval.live.ScoringError`).  Returns the charge of this call."""
         entry = self._flying(attempt)
-        scored, reported, uncosted = {}, None, 0
+        scored, reported, uncosted, usage = {}, None, 0, None
         if isinstance(failure, ScoringError):
-            reported, uncosted = failure.cost, failure.uncosted
+            reported, uncosted, usage = failure.cost, failure.uncosted, failure.usage
             if failure.scores is not None:
                 scored = self._partial_scores(attempt, failure.scores)
-        return self._settle(entry, attempt.outcome(entry.id), "failed", scored, reported, uncosted, repr(failure))
+        record = attempt.outcome(entry.id, usage)
+        return self._settle(entry, record, "failed", scored, reported, uncosted, repr(failure))
 
     def _flying(self, attempt: Attempt) -> OpenRequest:
         self.ledger.check_in_flight(attempt)
