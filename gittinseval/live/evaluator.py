@@ -329,17 +329,21 @@ class Evaluator:
         reported (``None``: the sum of its ``usage``, what each example was billed, if given; else the
         expected cost, an error with ``costs=None``).  The request is then complete and the policy
         observes it; returns its ``[size]`` scores and what its calls were charged, every attempt
-        included.  Invalid scores, cost or usage are recorded as a failed call and raise a ``ValueError``.
+        included.  Invalid scores, cost or usage (a usage not of ``m`` examples, or whose sum is not a
+        given ``cost``) are recorded as a failed call and raise a ``ValueError``.
         """
         entry = self._flying(attempt)
-        if cost is None and usage is not None:
-            cost = usage.cost
+        arm = attempt.request.arm
+        reported = cost if usage is None else usage.cost
         try:
-            values = self._valid_scores(attempt.request.arm, attempt.examples, scores)
-            charge = self.ledger.valid_cost(attempt.request.arm, cost)
+            if usage is not None and cost is not None and not math.isclose(cost, usage.cost, rel_tol=1e-9):
+                raise ValueError(f"arm {arm}: the call reported {cost!r} dollars and a usage of {usage.cost!r}")
+            values = self._valid_scores(arm, attempt.examples, scores)
+            charge = self.ledger.valid_cost(arm, reported)
             record = attempt.outcome(entry.id, usage)
         except ValueError as error:
-            valid_cost = None if cost is None or not (math.isfinite(cost) and cost >= 0) else float(cost)
+            # The usage's sum is what was billed when it disagrees with the reported cost.
+            valid_cost = None if reported is None or not (math.isfinite(reported) and reported >= 0) else reported
             self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
             raise
         scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
@@ -356,8 +360,12 @@ class Evaluator:
             reported, uncosted, usage = failure.cost, failure.uncosted, failure.usage
             if failure.scores is not None:
                 scored = self._partial_scores(attempt, failure.scores)
-        record = attempt.outcome(entry.id, usage)
-        return self._settle(entry, record, "failed", scored, reported, uncosted, repr(failure))
+        error = repr(failure)
+        try:
+            record = attempt.outcome(entry.id, usage)
+        except ValueError as malformed:  # the failure's cost is charged all the same; only its breakdown is lost
+            record, error = attempt.outcome(entry.id), f"{error}; {malformed}, not kept"
+        return self._settle(entry, record, "failed", scored, reported, uncosted, error)
 
     def _flying(self, attempt: Attempt) -> OpenRequest:
         self.ledger.check_in_flight(attempt)

@@ -131,6 +131,7 @@ def test_an_export_reads_one_snapshot_while_a_run_writes_the_store(live_run, tmp
             if self.reads == 1:
                 with writer._transaction() as cursor:
                     cursor.execute("DELETE FROM cells")
+                    cursor.execute("DELETE FROM usage")
                     cursor.execute("DELETE FROM attempts WHERE id NOT IN (SELECT MIN(id) FROM attempts)")
             return found
 
