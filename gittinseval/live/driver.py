@@ -122,6 +122,8 @@ class LiveResult:
             "recommended_mean": None if rec is None else rec.mean,
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
+            "recommended_value": None if rec is None else rec.value,
+            "recommended_value_lcb": None if rec is None else rec.value_lcb,
             "certificate": None if self.certificate is None else self.certificate.as_dict(),
             "spent": self.spent,
             "charged_as_expected": self.charged_as_expected,
@@ -422,8 +424,10 @@ class _AsyncRun:
         rec = self.evaluator.recommend()
         stop = "yes" if self.evaluator.stop_signal else "no"
         sure = "" if certificate is None else f" P(within {certificate.eps:g})={certificate.prob_eps_best:.2f}"
+        # Under the value objective the run recommends by the value's LCB, and the certificate is the value's.
+        shown = f"LCB={rec.lcb:.3f}" if rec.value is None else f"value={rec.value:.3f} value LCB={rec.value_lcb:.3f}"
         self.bar.set_postfix_str(
-            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f}{sure} stop={stop}"
+            f"best {rec.label} M={rec.mean:.3f} {shown}{sure} stop={stop}"
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )

@@ -131,6 +131,7 @@ class Evaluator:
         # Deployment prices: the expected dollars of a request (per example) of each arm.
         self.deployment_prices = task.costs if self.objective.needs_prices and task.cost_unit == DOLLARS else None
         offsets = self.objective.offsets(self.deployment_prices, task.n_arms)
+        self.value_offsets = offsets if self.objective.name == "value" else None
         self.chooses = self.objective.name != "accuracy" and not (
             self.objective.name == "value" and self.policy.follows_offsets
         )
@@ -494,15 +495,17 @@ class Evaluator:
         return score_warnings(self.posterior)
 
     def recommend(self) -> Recommendation | None:
-        """The policy's recommended arm with its posterior ``M``, ``V`` and LCB;
-        ``None`` while nothing has been told (a recommendation from the prior alone
-        would be a guess)."""
+        """The recommended arm under the run's objective with its posterior ``M``, ``V`` and LCB (and, under
+        ``value``, its value and the value's LCB); ``None`` while nothing has been told (a recommendation
+        from the prior alone would be a guess)."""
         if not self._trace:
             return None
         arm = self._recommended_arm()
         mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
         lcb = mean - self.kappa * math.sqrt(variance)
-        return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
+        offset = None if self.value_offsets is None else float(self.value_offsets[arm])
+        valued = (None, None) if offset is None else (mean + offset, lcb + offset)
+        return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm], *valued)
 
     def certificate(self) -> Certificate | None:
         """How sure the run is of :meth:`recommend`'s arm (:func:`~gittinseval.core.certificate.certify` of the
@@ -523,19 +526,21 @@ class Evaluator:
     def _certified_posterior(self) -> FiniteBenchmarkPosterior:
         """The posterior the certificate and the confidence stop read: of ``Zbar_k + b_k`` under the ``value``
         objective (so they are of the value the run recommends by), else of the accuracy."""
-        if self.objective.name != "value":
+        if self.value_offsets is None:
             return self.posterior
-        return shifted_posterior(self.posterior, self.objective.offsets(self.deployment_prices, self.n_arms))
+        return shifted_posterior(self.posterior, self.value_offsets)
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior
         moments, LCB, each arm's credible interval and P(best) (:meth:`certificate`), and with learned costs
-        each arm's guessed and learned dollars per example."""
+        each arm's guessed and learned dollars per example; under the ``value`` objective each arm's value and
+        its LCB, the certificate's columns being of the value."""
         kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
         learned = self.learned_costs
         costs = None if learned is None else (self.costs, learned.estimate * self.task.dollars_per_raw_unit)
         return ArmStatus.of(
-            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs
+            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs,
+            self.value_offsets,
         )
 
     def trace(self) -> dict[str, np.ndarray]:
