@@ -2,10 +2,12 @@
 
 A long table is a Parquet, CSV or JSON-lines file with at least the columns ``arm``,
 ``example`` and ``score``; ``gittinseval-live export`` writes one (its ``cells`` table),
-with an ``arm_label`` and the ``dollars`` each cell cost.  :func:`long_table_matrix` pivots
-it into the ``[K, N]`` matrix of :class:`~gittinseval.data.Benchmark`: rows are the arms
-(sorted by their ``arm`` value), columns the example ids (sorted), and, with a ``dollars``
-column, the per-cell costs of ``cost=per_cell``.
+with an ``arm_label``, the ``dollars`` each cell cost (its request's charge over its size)
+and the ``billed_dollars`` its own call billed for it where the scorer reported them.
+:func:`long_table_matrix` pivots it into the ``[K, N]`` matrix of
+:class:`~gittinseval.data.Benchmark`: rows are the arms (sorted by their ``arm`` value),
+columns the example ids (sorted), and, with a ``dollars`` column (or the one named by
+``cost_column``), the per-cell costs of ``cost=per_cell``.
 """
 
 from __future__ import annotations
@@ -72,22 +74,24 @@ def is_long_table(path: str | Path) -> bool:
 
 
 def long_table_matrix(
-    path: str | Path, complete: str | None = None
+    path: str | Path, complete: str | None = None, cost_column: str | None = None
 ) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...], np.ndarray]:
     """``(scores [K, N], cell costs [K, N] or None, K arm names, N example ids)`` of a long table.
 
     Rows are the distinct ``arm`` values in sorted order, named by their ``arm_label``
     (else the value itself); columns the distinct ``example`` ids in sorted order.  The
-    costs are the ``dollars`` column, if there is one.  A cell given twice is an error,
-    and so is a missing cell, unless ``complete="intersect"``: then only the examples
-    that every arm has are kept.
+    costs are the column ``cost_column`` (an error if it is absent or has an empty cell
+    that is kept), by default the ``dollars`` column if there is one.  A cell given twice
+    is an error, and so is a missing cell, unless ``complete="intersect"``: then only the
+    examples that every arm has are kept.
     """
     if complete not in COMPLETE_MODES:
         raise ValueError(f"complete must be null (every cell is needed) or 'intersect', got {complete!r}")
     table = read_long_table(path)
-    absent = [name for name in LONG_TABLE_COLUMNS if name not in table.column_names]
+    needed = LONG_TABLE_COLUMNS if cost_column is None else (*LONG_TABLE_COLUMNS, cost_column)
+    absent = [name for name in needed if name not in table.column_names]
     if absent:
-        raise ValueError(f"{path}: a long table needs the columns {list(LONG_TABLE_COLUMNS)}; {absent} are missing")
+        raise ValueError(f"{path}: a long table needs the columns {list(needed)}; {absent} are missing")
     if table.num_rows == 0:
         raise ValueError(f"{path}: the table has no rows")
     column = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names}
@@ -103,9 +107,11 @@ def long_table_matrix(
     scores = np.full(filled.shape, np.nan)
     scores[arm_rows, example_columns] = column["score"].astype(np.float64)
     costs = None
-    if "dollars" in column:
+    cost_column = "dollars" if cost_column is None and "dollars" in column else cost_column
+    if cost_column is not None:
         costs = np.full(filled.shape, np.nan)
-        costs[arm_rows, example_columns] = column["dollars"].astype(np.float64)
+        dollars = table.column(cost_column).cast(pa.float64())  # an all-empty column is read as nulls
+        costs[arm_rows, example_columns] = dollars.to_numpy(zero_copy_only=False)
     kept = filled.all(axis=0)
     if not kept.all():
         if complete is None:
@@ -119,4 +125,10 @@ def long_table_matrix(
             )
         if not kept.any():
             raise ValueError(f"{path}: no example is scored for every arm; there is nothing to intersect")
+    if costs is not None and np.isnan(costs[:, kept]).any():
+        empty = int(np.isnan(costs[:, kept]).sum())
+        raise ValueError(
+            f"{path}: {count(empty, 'cell')} of {costs[:, kept].size} have no {cost_column} (a scorer that reports one "
+            "cost per call, or a store made before per-example usage); use the dollars column"
+        )
     return scores[:, kept], None if costs is None else costs[:, kept], names, examples[kept]

@@ -147,7 +147,11 @@ def read_costs(path: str | Path) -> np.ndarray:
 
 
 def load_matrix(
-    path: str, costs: str | None = None, name: str | None = None, complete: str | None = None
+    path: str,
+    costs: str | None = None,
+    name: str | None = None,
+    complete: str | None = None,
+    cost_column: str | None = None,
 ) -> Benchmark:
     """A :class:`Benchmark` from a matrix file and an optional per-arm cost file.
 
@@ -155,12 +159,13 @@ def load_matrix(
     (:func:`~gittinseval.data.long_table.is_long_table`, e.g. the ``cells`` table of
     ``gittinseval-live export``) is pivoted by
     :func:`~gittinseval.data.long_table.long_table_matrix`: its arm labels name the arms,
-    its ``dollars`` column gives the per-cell costs (``cost=per_cell``; each arm's price is
-    its row mean), and ``complete="intersect"`` keeps only the examples every arm has
-    where a missing cell would otherwise be an error.
+    its ``dollars`` column (or the column ``cost_column``, e.g. ``billed_dollars``) gives the
+    per-cell costs (``cost=per_cell``; each arm's price is its row mean), and
+    ``complete="intersect"`` keeps only the examples every arm has where a missing cell
+    would otherwise be an error.
     """
     if is_long_table(path):
-        scores, cell_costs, names, examples = long_table_matrix(path, complete)
+        scores, cell_costs, names, examples = long_table_matrix(path, complete, cost_column)
         if cell_costs is not None and costs is not None:
             raise ValueError(f"{path}: the table's dollars are its per-cell costs; drop benchmark.costs={costs}")
         return Benchmark(
@@ -173,8 +178,9 @@ def load_matrix(
             license="user data",
             details={"example_ids": examples},
         )
-    if complete is not None:
-        raise ValueError(f"{path}: complete= applies to a long table of cells (columns arm, example, score)")
+    for setting, value in (("complete", complete), ("cost_column", cost_column)):
+        if value is not None:
+            raise ValueError(f"{path}: {setting}= applies to a long table of cells (columns arm, example, score)")
     scores = validate_matrix(read_matrix(path), str(path))
     prices = None if costs is None else validate_prices(read_costs(costs), scores.shape[0], str(costs))
     return Benchmark(

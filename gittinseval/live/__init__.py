@@ -17,6 +17,7 @@ from gittinseval.live.run_store import RunStore, StoreLockedError
 from gittinseval.live.status import ArmStatus, Recommendation
 from gittinseval.live.task import LiveTask, arm_name, dataset_digest
 from gittinseval.live.tasks.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
+from gittinseval.live.usage import Usage
 
 __all__ = [
     "ArmStatus",
@@ -32,6 +33,7 @@ __all__ = [
     "ScoringError",
     "StoreLockedError",
     "TransientError",
+    "Usage",
     "arm_name",
     "chat_task",
     "dataset_digest",

@@ -15,7 +15,7 @@ from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import LiveResult, evaluate_async
 from gittinseval.live.dry_run import dry_run_report
-from gittinseval.live.status import status_text
+from gittinseval.live.status import Recommendation, status_text
 from gittinseval.live.task import UNIT, LiveTask
 
 __all__ = ["dry_run", "run_live"]
@@ -71,10 +71,18 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         "stopped (%s); %s; %s; stop signal %s; store %s",
         result.stop_reason,
         result.ledger_line(),
-        result.failure if rec is None else f"recommended {rec.label} (M={rec.mean:.3f}, LCB={rec.lcb:.3f})",
+        result.failure if rec is None else f"recommended {rec.label} ({_recommendation_figures(rec)})",
         "fired" if result.stop_signal else "not fired",
         config.run_store,
     )
     if result.certificate is not None:
         log.info("certificate of %s: %s", rec.label, result.certificate.format())
     return result
+
+
+def _recommendation_figures(rec: Recommendation) -> str:
+    """``M=..., LCB=...`` of the recommended arm's accuracy; under the ``value`` objective its accuracy ``M`` and
+    the value it was recommended by, with the value's LCB."""
+    if rec.value is None:
+        return f"M={rec.mean:.3f}, LCB={rec.lcb:.3f}"
+    return f"M={rec.mean:.3f}, value={rec.value:.3f}, value LCB={rec.value_lcb:.3f}"

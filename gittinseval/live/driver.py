@@ -31,6 +31,7 @@ from gittinseval.live.ledger import Attempt
 from gittinseval.live.status import ArmStatus, GradingWarnings, Recommendation
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import LiveTracker, start_tracking
+from gittinseval.live.usage import Usage
 
 __all__ = ["LiveResult", "evaluate", "evaluate_async"]
 
@@ -121,6 +122,8 @@ class LiveResult:
             "recommended_mean": None if rec is None else rec.mean,
             "recommended_sd": None if rec is None else math.sqrt(rec.variance),
             "recommended_lcb": None if rec is None else rec.lcb,
+            "recommended_value": None if rec is None else rec.value,
+            "recommended_value_lcb": None if rec is None else rec.value_lcb,
             "certificate": None if self.certificate is None else self.certificate.as_dict(),
             "spent": self.spent,
             "charged_as_expected": self.charged_as_expected,
@@ -165,7 +168,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
 
     ``task.score_fn(arm, batch)`` gets one arm (an element of ``arms``) and a list
     of examples (elements of ``examples``) and returns their scores in [0, 1], or
-    a pair ``(scores, cost)`` with the dollars the call cost.  Without a returned
+    a pair ``(scores, cost)`` with the dollars the call cost, or ``(scores, usage)`` with
+    what each example was billed (a :class:`~gittinseval.live.usage.Usage`, kept in the store).  Without a returned
     cost a batch costs ``len(batch) * costs[arm]``; with neither, the run stops
     with an error (``costs="unit"`` counts examples instead of dollars).  A plain
     function runs in a pool of ``config.concurrency`` threads; a coroutine
@@ -362,7 +366,7 @@ class _AsyncRun:
         for retry in itertools.count():
             batch = [self.examples[int(e)] for e in attempt.examples]
             try:
-                scores, cost = _split_result(await self.call(self.arms[request.arm], batch))
+                scores, cost, usage = _split_result(await self.call(self.arms[request.arm], batch))
             except Exception as failure:  # noqa: BLE001 - every failure is recorded, then retried or stops the run
                 evaluator.fail_attempt(attempt, failure)
                 where = _where(evaluator, attempt, failure)
@@ -384,7 +388,7 @@ class _AsyncRun:
                 attempt = evaluator.start_attempt(request)
                 continue
             try:
-                told = evaluator.finish_attempt(attempt, scores, cost)
+                told = evaluator.finish_attempt(attempt, scores, cost, usage)
             except Exception as failure:  # noqa: BLE001 - invalid scores or cost, recorded as a failed call
                 self.halt_on(failure, _where(evaluator, attempt, failure))
                 return None
@@ -420,8 +424,10 @@ class _AsyncRun:
         rec = self.evaluator.recommend()
         stop = "yes" if self.evaluator.stop_signal else "no"
         sure = "" if certificate is None else f" P(within {certificate.eps:g})={certificate.prob_eps_best:.2f}"
+        # Under the value objective the run recommends by the value's LCB, and the certificate is the value's.
+        shown = f"LCB={rec.lcb:.3f}" if rec.value is None else f"value={rec.value:.3f} value LCB={rec.value_lcb:.3f}"
         self.bar.set_postfix_str(
-            f"best {rec.label} M={rec.mean:.3f} LCB={rec.lcb:.3f}{sure} stop={stop}"
+            f"best {rec.label} M={rec.mean:.3f} {shown}{sure} stop={stop}"
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
@@ -533,8 +539,11 @@ class _ScoreCall:
             await aclose()
 
 
-def _split_result(result: Any) -> tuple[Any, float | None]:
-    """``scores`` or ``(scores, cost)``: a pair whose first item is a sequence carries a cost."""
+def _split_result(result: Any) -> tuple[Any, float | None, Usage | None]:
+    """``scores``, ``(scores, cost)`` or ``(scores, usage)`` as ``(scores, cost, usage)``: a pair whose first item
+    is a sequence carries a cost, or a :class:`~gittinseval.live.usage.Usage` (whose sum is the cost)."""
     if isinstance(result, tuple) and len(result) == 2 and np.ndim(result[0]) == 1:
-        return result[0], float(result[1])
-    return result, None
+        if isinstance(result[1], Usage):
+            return result[0], None, result[1]
+        return result[0], float(result[1]), None
+    return result, None, None

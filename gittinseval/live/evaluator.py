@@ -28,6 +28,7 @@ from gittinseval.live.run_store import AttemptOutcome, RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
 from gittinseval.live.store_identity import define_or_check, run_settings, stored_run
 from gittinseval.live.task import DOLLARS, LiveTask, TaskDefinition
+from gittinseval.live.usage import Usage
 
 __all__ = ["Evaluator"]
 
@@ -130,6 +131,7 @@ class Evaluator:
         # Deployment prices: the expected dollars of a request (per example) of each arm.
         self.deployment_prices = task.costs if self.objective.needs_prices and task.cost_unit == DOLLARS else None
         offsets = self.objective.offsets(self.deployment_prices, task.n_arms)
+        self.value_offsets = offsets if self.objective.name == "value" else None
         self.chooses = self.objective.name != "accuracy" and not (
             self.objective.name == "value" and self.policy.follows_offsets
         )
@@ -321,23 +323,32 @@ class Evaluator:
         request not yet scored (all of them unless an earlier call failed part-way)."""
         return self.ledger.start(self._entry(request))
 
-    def finish_attempt(self, attempt: Attempt, scores: Any, cost: float | None = None) -> tuple[np.ndarray, float]:
+    def finish_attempt(
+        self, attempt: Attempt, scores: Any, cost: float | None = None, usage: Usage | None = None
+    ) -> tuple[np.ndarray, float]:
         """Record a call that scored every example of ``attempt``: its ``[m]`` scores and the dollars it
-        reported (``None``: the expected cost, an error with ``costs=None``).  The request is then
-        complete and the policy observes it; returns its ``[size]`` scores and what its calls were
-        charged, every attempt included.  Invalid scores or cost are recorded as a failed call and
-        raise a ``ValueError``.
+        reported (``None``: the sum of its ``usage``, what each example was billed, if given; else the
+        expected cost, an error with ``costs=None``).  The request is then complete and the policy
+        observes it; returns its ``[size]`` scores and what its calls were charged, every attempt
+        included.  Invalid scores, cost or usage (a usage not of ``m`` examples, or whose sum is not a
+        given ``cost``) are recorded as a failed call and raise a ``ValueError``.
         """
         entry = self._flying(attempt)
+        arm = attempt.request.arm
+        reported = cost if usage is None else usage.cost
         try:
-            values = self._valid_scores(attempt.request.arm, attempt.examples, scores)
-            charge = self.ledger.valid_cost(attempt.request.arm, cost)
+            if usage is not None and cost is not None and not math.isclose(cost, usage.cost, rel_tol=1e-9):
+                raise ValueError(f"arm {arm}: the call reported {cost!r} dollars and a usage of {usage.cost!r}")
+            values = self._valid_scores(arm, attempt.examples, scores)
+            charge = self.ledger.valid_cost(arm, reported)
+            record = attempt.outcome(entry.id, usage)
         except ValueError as error:
-            valid_cost = None if cost is None or not (math.isfinite(cost) and cost >= 0) else float(cost)
+            # The usage's sum is what was billed when it disagrees with the reported cost.
+            valid_cost = None if reported is None or not (math.isfinite(reported) and reported >= 0) else reported
             self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
             raise
         scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
-        self._settle(entry, attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        self._settle(entry, record, "scored", scored, charge, 0, None)
         return entry.scores(), entry.charged
 
     def fail_attempt(self, attempt: Attempt, failure: BaseException) -> float:
@@ -345,12 +356,17 @@ class Evaluator:
         reported, plus the expected cost of its calls of unknown cost (all of it when a failure says
         nothing: see :class:`~gittinseval.live.ScoringError`).  Returns the charge of this call."""
         entry = self._flying(attempt)
-        scored, reported, uncosted = {}, None, 0
+        scored, reported, uncosted, usage = {}, None, 0, None
         if isinstance(failure, ScoringError):
-            reported, uncosted = failure.cost, failure.uncosted
+            reported, uncosted, usage = failure.cost, failure.uncosted, failure.usage
             if failure.scores is not None:
                 scored = self._partial_scores(attempt, failure.scores)
-        return self._settle(entry, attempt.outcome(entry.id), "failed", scored, reported, uncosted, repr(failure))
+        error = repr(failure)
+        try:
+            record = attempt.outcome(entry.id, usage)
+        except ValueError as malformed:  # the failure's cost is charged all the same; only its breakdown is lost
+            record, error = attempt.outcome(entry.id), f"{error}; {malformed}, not kept"
+        return self._settle(entry, record, "failed", scored, reported, uncosted, error)
 
     def _flying(self, attempt: Attempt) -> OpenRequest:
         self.ledger.check_in_flight(attempt)
@@ -479,15 +495,17 @@ class Evaluator:
         return score_warnings(self.posterior)
 
     def recommend(self) -> Recommendation | None:
-        """The policy's recommended arm with its posterior ``M``, ``V`` and LCB;
-        ``None`` while nothing has been told (a recommendation from the prior alone
-        would be a guess)."""
+        """The recommended arm under the run's objective with its posterior ``M``, ``V`` and LCB (and, under
+        ``value``, its value and the value's LCB); ``None`` while nothing has been told (a recommendation
+        from the prior alone would be a guess)."""
         if not self._trace:
             return None
         arm = self._recommended_arm()
         mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
         lcb = mean - self.kappa * math.sqrt(variance)
-        return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm])
+        offset = None if self.value_offsets is None else float(self.value_offsets[arm])
+        valued = (None, None) if offset is None else (mean + offset, lcb + offset)
+        return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm], *valued)
 
     def certificate(self) -> Certificate | None:
         """How sure the run is of :meth:`recommend`'s arm (:func:`~gittinseval.core.certificate.certify` of the
@@ -508,19 +526,21 @@ class Evaluator:
     def _certified_posterior(self) -> FiniteBenchmarkPosterior:
         """The posterior the certificate and the confidence stop read: of ``Zbar_k + b_k`` under the ``value``
         objective (so they are of the value the run recommends by), else of the accuracy."""
-        if self.objective.name != "value":
+        if self.value_offsets is None:
             return self.posterior
-        return shifted_posterior(self.posterior, self.objective.offsets(self.deployment_prices, self.n_arms))
+        return shifted_posterior(self.posterior, self.value_offsets)
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior
         moments, LCB, each arm's credible interval and P(best) (:meth:`certificate`), and with learned costs
-        each arm's guessed and learned dollars per example."""
+        each arm's guessed and learned dollars per example; under the ``value`` objective each arm's value and
+        its LCB, the certificate's columns being of the value."""
         kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
         learned = self.learned_costs
         costs = None if learned is None else (self.costs, learned.estimate * self.task.dollars_per_raw_unit)
         return ArmStatus.of(
-            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs
+            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs,
+            self.value_offsets,
         )
 
     def trace(self) -> dict[str, np.ndarray]:

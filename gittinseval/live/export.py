@@ -8,9 +8,10 @@ the store, and writes
   ``arm_name`` (the arm as the store keys it: the name, or the settings as JSON), one
   column ``arm.<key>`` per setting of a mapping arm (``arm.model``, ``arm.temperature``,
   ...; a setting that is not a number, string or boolean as JSON text), ``example`` (its
-  position in the task's examples), ``score``, ``dollars``, ``request``, ``attempt``
-  (the ledger row that scored it), ``attempt_number`` (1 for its request's first call)
-  and ``time`` (Unix seconds when it was recorded);
+  position in the task's examples), ``score``, ``dollars``, ``billed_dollars``,
+  ``tokens_in``, ``tokens_out``, ``request``, ``attempt`` (the ledger row that scored
+  it), ``attempt_number`` (1 for its request's first call) and ``time`` (Unix seconds
+  when it was recorded);
 - ``<out>.attempts.<format>``, the ledger, one row per scoring call: ``attempt``,
   ``request``, ``arm``, ``arm_label``, ``attempt_number``, ``examples`` (the ids it asked
   for, as a JSON list), ``n_examples``, ``status`` (``scored``, ``failed``, ``lost``, or
@@ -22,8 +23,14 @@ Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledge
 ``dollars`` sum to the run's spend.  A cell's ``dollars`` is its share of what its
 request cost: the charges of all the request's calls (failed ones and retries included)
 divided by its number of examples, so the cells of a complete request sum to its cost,
-and the simulator replays a live request at what it cost.  The store does not record
-token counts: a call's tokens are priced into its ``dollars`` as it is charged.
+and the simulator replays a live request at what it cost.  ``billed_dollars``,
+``tokens_in`` and ``tokens_out`` are what the call that scored the cell reported for
+that example alone (:class:`~gittinseval.live.usage.Usage`: the chat scorer and inspect
+tasks report it; input tokens count cached ones): null where it reported one cost for
+the whole call, in a store made before the store kept usage, and, for the tokens, where
+a count is unknown.  Where every cell has one, the ``billed_dollars`` of a run whose
+calls all succeeded sum to its spend; a failed call's bill is in the cells' ``dollars``
+(their request's share), not in the ``billed_dollars`` of the cells a retry scored.
 """
 
 from __future__ import annotations
@@ -62,6 +69,9 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         "JOIN requests r ON r.id = a.request ORDER BY a.started_seq",
         "requests": "SELECT id, examples FROM requests",
         "cells": "SELECT arm, example, score, time, request, attempt FROM cells ORDER BY arm, example",
+        "tables": "SELECT name FROM sqlite_master WHERE type = 'table'",
+        # A store made before the usage table has none (opening it for writing adds it, empty).
+        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out FROM usage",
     }
     try:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
@@ -69,7 +79,9 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         raise UsageError(f"store {path} cannot be opened ({error})") from None
     try:
         connection.execute("BEGIN")  # deferred: one snapshot from the first read to the COMMIT, writers go on
-        rows = {name: connection.execute(query).fetchall() for name, query in queries.items()}
+        rows = {name: connection.execute(query).fetchall() for name, query in queries.items() if name != "usage"}
+        has_usage = ("usage",) in rows["tables"]
+        rows["usage"] = connection.execute(queries["usage"]).fetchall() if has_usage else []
         connection.execute("COMMIT")
     except sqlite3.Error as error:
         raise UsageError(f"store {path} is not a gittinseval store (SQLite says: {error})") from None
@@ -135,6 +147,9 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "error": pa.array([row[11] for row in ledger], pa.string()),
     })
     cells = rows["cells"]
+    bills = {(attempt, example): bill for attempt, example, *bill in rows["usage"]}
+    unbilled = (None, None, None)
+    cell_bills = [bills.get((row[5], row[1]), unbilled) for row in cells]
     settings = _settings_columns(names)
     cells_table = pa.table({
         "arm": pa.array([row[0] for row in cells], pa.int64()),
@@ -144,6 +159,9 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "example": pa.array([row[1] for row in cells], pa.int64()),
         "score": pa.array([row[2] for row in cells], pa.float64()),
         "dollars": pa.array([charged[row[4]] / size[row[4]] for row in cells], pa.float64()),
+        "billed_dollars": pa.array([bill[0] for bill in cell_bills], pa.float64()),
+        "tokens_in": pa.array([bill[1] for bill in cell_bills], pa.int64()),
+        "tokens_out": pa.array([bill[2] for bill in cell_bills], pa.int64()),
         "request": pa.array([row[4] for row in cells], pa.int64()),
         "attempt": pa.array([row[5] for row in cells], pa.int64()),
         "attempt_number": pa.array([number[row[5]] for row in cells], pa.int64()),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gittinseval.live.usage import Usage
+
 __all__ = ["NonRetryableError", "ScoringError", "TransientError", "is_transient"]
 
 
@@ -20,6 +22,8 @@ class ScoringError(Exception):
             reported (a timeout, a reply without usage); each is charged the expected
             cost of one example.
         example: the position in the batch of the example the failure is about, if one.
+        usage: what each example of the batch was billed (:class:`~gittinseval.live.usage.Usage`),
+            if known; its sum is the ``cost`` when no ``cost`` is given.
     """
 
     def __init__(
@@ -30,12 +34,14 @@ class ScoringError(Exception):
         cost: float | None = None,
         uncosted: int = 0,
         example: int | None = None,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.scores = None if scores is None else list(scores)
-        self.cost = cost
+        self.cost = usage.cost if cost is None and usage is not None else cost
         self.uncosted = int(uncosted)
         self.example = example
+        self.usage = usage
 
 
 class TransientError(ScoringError):

@@ -23,6 +23,7 @@ import numpy as np
 
 from gittinseval.core.protocol import Request
 from gittinseval.live.run_store import AttemptOutcome, RunStore
+from gittinseval.live.usage import Usage
 
 __all__ = ["Attempt", "Ledger", "OpenRequest"]
 
@@ -37,8 +38,14 @@ class Attempt:
     examples: np.ndarray = field(repr=False)
     expected: float = 0.0
 
-    def outcome(self, request_id: int) -> AttemptOutcome:
-        return AttemptOutcome(self.id, request_id, self.request.arm, self.examples, self.expected)
+    def outcome(self, request_id: int, usage: Usage | None = None) -> AttemptOutcome:
+        """The call's row of the ledger, to be settled; ``usage``: what each of its examples was billed."""
+        if usage is not None and len(usage) != self.examples.size:
+            raise ValueError(
+                f"arm {self.request.arm}: the call's usage covers {len(usage)} examples, it asked for "
+                f"{self.examples.size}"
+            )
+        return AttemptOutcome(self.id, request_id, self.request.arm, self.examples, self.expected, usage=usage)
 
 
 @dataclass

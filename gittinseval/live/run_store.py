@@ -29,6 +29,10 @@ Tables (all written by the evaluator, readable by any SQLite client):
   primary key ``(arm, example)`` so that no example of an arm is stored twice.
   A batch that failed part-way keeps the cells it scored; the policy sees them
   when its request is complete.
+- ``usage(attempt, example, dollars, tokens_in, tokens_out)``: what each example of
+  a call was billed, for calls whose scorer reports it example by example
+  (:class:`~gittinseval.live.usage.Usage`; token counts NULL where unknown).  A
+  store made before this table existed gets it, empty, when it is next opened.
 
 ``issued_seq``, ``closed_seq``, ``started_seq`` and ``finished_seq`` number the
 run's events in one sequence, so that a resumed run replays them in the order
@@ -55,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from gittinseval.live.usage import Usage
 from gittinseval.utils.errors import UsageError
 
 __all__ = [
@@ -107,6 +112,14 @@ CREATE TABLE IF NOT EXISTS cells (
     attempt INTEGER NOT NULL REFERENCES attempts(id),
     PRIMARY KEY (arm, example)
 );
+CREATE TABLE IF NOT EXISTS usage (
+    attempt INTEGER NOT NULL REFERENCES attempts(id),
+    example INTEGER NOT NULL,
+    dollars REAL NOT NULL,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    PRIMARY KEY (attempt, example)
+);
 """
 
 
@@ -127,7 +140,8 @@ class StoredRequest:
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """A finished row of ``attempts``: its request, the cells it scored and what it was charged."""
+    """A finished row of ``attempts``: its request, the cells it scored, what it was charged and, if its
+    scorer reported it, what each of its ``examples`` was billed (``usage``)."""
 
     id: int
     request: int
@@ -140,6 +154,7 @@ class AttemptOutcome:
     charged: float = 0.0
     charged_as_expected: float = 0.0
     error: str | None = None
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)
@@ -276,7 +291,7 @@ class RunStore:
         return int(cursor.lastrowid)
 
     def finish_attempt(self, outcome: AttemptOutcome, told_cost: float | None = None) -> int:
-        """Record the outcome of an attempt and the cells it scored, in one transaction; with
+        """Record the outcome of an attempt, the cells it scored and its usage, in one transaction; with
         ``told_cost``, also close its request as told (it is complete) at that cost.
 
         An outcome whose ``id`` is ``-1`` was never started: its row is inserted with
@@ -307,6 +322,9 @@ class RunStore:
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?)",
                 [(outcome.arm, e, s, now, outcome.request, attempt_id) for e, s in outcome.scored.items()],
             )
+            if (usage := outcome.usage) is not None:
+                bills = zip(outcome.examples.tolist(), usage.dollars, usage.tokens_in, usage.tokens_out, strict=True)
+                cursor.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?)", [(attempt_id, *bill) for bill in bills])
             if told_cost is not None:
                 self._close(cursor, outcome.request, "told", now, told_cost)
         return attempt_id

@@ -17,6 +17,7 @@ __all__ = [
     "COST_LEGEND",
     "SAME_SCORE_AFTER",
     "LEGEND",
+    "VALUE_LEGEND",
     "ArmStatus",
     "GradingWarnings",
     "Recommendation",
@@ -53,6 +54,11 @@ class Recommendation:
     lcb: float
     label: str = ""
     """The arm's short label (:func:`~gittinseval.live.labels.arm_labels`); ``name`` is its store key."""
+    value: float | None = None
+    """Under the ``value`` objective, the posterior mean of the arm's value ``M + b`` (``b = -mu p``, its known
+    offset: :class:`~gittinseval.core.objective.Objective`); ``None`` under the other objectives."""
+    value_lcb: float | None = None
+    """Under the ``value`` objective, ``M + b - kappa sqrt(V)``: what the run recommends by; else ``None``."""
 
 
 LEGEND = (
@@ -64,6 +70,11 @@ LEGEND = (
 """The line under the arms' table in ``status.txt`` (:func:`status_text`) that says what its columns mean."""
 COST_LEGEND = "guess, learned: expected dollars per example, guessed and learned from the told requests' charges"
 """The legend's second line when the table shows learned costs."""
+VALUE_LEGEND = (
+    "objective value: value = M - mu * deployment price, v.lcb = value - kappa sd(V); the arms are ranked and "
+    "recommended by v.lcb, and lo, hi and P(best) are of the value (M, sd(V), lcb and mean: of the accuracy)"
+)
+"""The legend's line when the table shows the ``value`` objective's columns."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,9 @@ class ArmStatus:
     With learned costs, ``guessed_cost`` and ``learned_cost`` are
     each arm's expected dollars per example, guessed and estimated from its charges
     (:class:`~gittinseval.core.cost_learning.CostEstimator`); ``None`` otherwise.
+    Under the ``value`` objective, ``value`` and ``value_lcb`` are each arm's ``M + b`` and
+    ``M + b - kappa sqrt(V)`` (see :class:`Recommendation`), and the certificate's columns
+    are of the value; ``None`` otherwise.
     """
 
     names: tuple[str, ...]
@@ -97,6 +111,8 @@ class ArmStatus:
     prob_best: np.ndarray
     guessed_cost: np.ndarray | None = None
     learned_cost: np.ndarray | None = None
+    value: np.ndarray | None = None
+    value_lcb: np.ndarray | None = None
 
     @classmethod
     def of(
@@ -108,17 +124,20 @@ class ArmStatus:
         kept: Mapping[int, Sequence[float]] | None = None,
         certificate: Certificate | None = None,
         costs: tuple[np.ndarray, np.ndarray] | None = None,
+        value_offsets: np.ndarray | None = None,
     ) -> ArmStatus:
         """The table of ``posterior`` (copied), with a request in flight on the arms ``outstanding``,
         ``kept[arm]``: the scores of that arm's untold request kept from a failed call, the intervals and
-        P(best) of ``certificate``, and ``costs``: the ``[K]`` guessed and learned dollars per example
-        (``None``: costs are not learned)."""
+        P(best) of ``certificate``, ``costs``: the ``[K]`` guessed and learned dollars per example
+        (``None``: costs are not learned), and ``value_offsets``: the ``[K]`` offsets ``b`` of the ``value``
+        objective (``None``: another objective)."""
         in_flight = np.zeros(len(labels), dtype=bool)
         in_flight[list(outstanding)] = True
         n_kept, kept_sum = np.zeros(len(labels), dtype=np.int64), np.zeros(len(labels))
         for arm, scores in (kept or {}).items():
             n_kept[arm], kept_sum[arm] = len(scores), float(np.sum(scores))
         n_scored = posterior.n_seen + n_kept
+        lcb = posterior.mean - kappa * np.sqrt(posterior.variance)
         with np.errstate(invalid="ignore", divide="ignore"):
             sample_mean = np.where(posterior.n_seen > 0, posterior.score_sum / posterior.n_seen, np.nan)
             scored_mean = np.where(n_scored > 0, (posterior.score_sum + kept_sum) / n_scored, np.nan)
@@ -129,7 +148,7 @@ class ArmStatus:
             sample_mean,
             posterior.mean.copy(),
             posterior.variance.copy(),
-            posterior.mean - kappa * np.sqrt(posterior.variance),
+            lcb,
             n_scored,
             scored_mean,
             *(
@@ -138,15 +157,19 @@ class ArmStatus:
                 else (certificate.arm_lower.copy(), certificate.arm_upper.copy(), certificate.arm_prob_best.copy())
             ),
             *((None, None) if costs is None else (np.array(costs[0], dtype=float), np.array(costs[1], dtype=float))),
+            *((None, None) if value_offsets is None else (posterior.mean + value_offsets, lcb + value_offsets)),
         )
 
     def format(self, top: int = 10) -> str:
-        """The ``top`` arms by ``lcb`` as a text table (:data:`LEGEND` says what its columns mean)."""
-        order = np.argsort(-self.lcb, kind="stable")[:top]
+        """The ``top`` arms by ``lcb`` (by ``value_lcb`` under the ``value`` objective) as a text table
+        (:data:`LEGEND` says what its columns mean)."""
+        valued = self.value_lcb is not None
+        order = np.argsort(-(self.value_lcb if valued else self.lcb), kind="stable")[:top]
         width = min(40, max(len(self.names[k]) for k in order))
         header = (
             f"{'arm':>6}  {'name':<{width}}  {'seen':>6}  {'mean':>6}  {'M':>6}  {'sd(V)':>6}  {'lcb':>6}  "
-            f"{'lo':>6}  {'hi':>6}  {'P(best)':>7}"
+            + (f"{'value':>6}  {'v.lcb':>6}  " if valued else "")
+            + f"{'lo':>6}  {'hi':>6}  {'P(best)':>7}"
         )
         learned = self.learned_cost is not None
         lines = [header + (f"  {'guess':>9}  {'learned':>9}" if learned else "")]
@@ -154,7 +177,8 @@ class ArmStatus:
             lines.append(
                 f"{k:>6}  {self.names[k][:width]:<{width}}  {self.n_scored[k]:>6}  {self.scored_mean[k]:>6.3f}  "
                 f"{self.mean[k]:>6.3f}  {math.sqrt(self.variance[k]):>6.3f}  {self.lcb[k]:>6.3f}  "
-                f"{self.lower[k]:>6.3f}  {self.upper[k]:>6.3f}  {self.prob_best[k]:>7.3f}"
+                + (f"{self.value[k]:>6.3f}  {self.value_lcb[k]:>6.3f}  " if valued else "")
+                + f"{self.lower[k]:>6.3f}  {self.upper[k]:>6.3f}  {self.prob_best[k]:>7.3f}"
                 + (f"  {self.guessed_cost[k]:>9.3g}  {self.learned_cost[k]:>9.3g}" if learned else "")
                 + ("  *" if self.outstanding[k] else "")
             )
@@ -162,9 +186,11 @@ class ArmStatus:
 
 
 def status_text(ledger_line: str, warnings: Sequence[str], status: ArmStatus, top: int = 20) -> str:
-    """The text of ``status.txt``: the ledger's line, the warnings, then the ``top`` arms by LCB and the legend."""
+    """The text of ``status.txt``: the ledger's line, the warnings, then the ``top`` arms by LCB (of the value under
+    the ``value`` objective) and the legend."""
     header = [ledger_line, *(f"WARNING: {warning}" for warning in warnings)]
     legend = LEGEND + ("" if status.learned_cost is None else "\n" + COST_LEGEND)
+    legend += "" if status.value is None else "\n" + VALUE_LEGEND
     return "\n".join(header) + "\n\n" + status.format(top=top) + "\n\n" + legend + "\n"
 
 

@@ -85,9 +85,9 @@ class LiveTask:
     Attributes:
         arms: the ``K`` arms handed to ``score_fn``.
         examples: the ``N`` examples handed to ``score_fn``.
-        score_fn: ``score_fn(arm, batch)`` -> scores, or ``(scores, dollars)``; ``None``
-            when the caller scores the requests itself (:class:`~gittinseval.live.Evaluator`'s
-            ask/tell).
+        score_fn: ``score_fn(arm, batch)`` -> scores, ``(scores, dollars)``, or ``(scores, usage)``
+            with each example's bill (:class:`~gittinseval.live.usage.Usage`); ``None`` when the
+            caller scores the requests itself (:class:`~gittinseval.live.Evaluator`'s ask/tell).
         costs: ``[K]`` expected dollars per example of each arm; ``"unit"``: every
             example costs 1 and the budget counts examples; ``None``: ``score_fn``
             reports what each call cost.

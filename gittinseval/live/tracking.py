@@ -8,6 +8,9 @@ unit costs) as the step metric:
   of that arm under the run's finite-benchmark posterior (the same for every
   policy; for GittinsEval the score its recommendation maximises, for the
   other policies the posterior's view of the arm they chose);
+- ``recommended_value`` and ``recommended_value_lcb``: under the ``value`` objective,
+  the arm's value ``M - mu p`` and its LCB, which the run recommends by (the
+  certificate's figures are then of the value);
 - ``in_flight``: requests issued and not yet told;
 - ``stop_signal``: 1 once the policy's stopping signal has fired;
 - ``n_requests``: told requests so far;
@@ -61,6 +64,8 @@ class LiveTracker:
         }
         if rec is not None:
             metrics.update(recommended=rec.arm, recommended_mean=rec.mean, recommended_lcb=rec.lcb)
+            if rec.value is not None:
+                metrics.update(recommended_value=rec.value, recommended_value_lcb=rec.value_lcb)
             self.run.summary["recommended_label"] = rec.label
         if certificate is not None:
             metrics.update(
@@ -101,7 +106,10 @@ def start_tracking(
     os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
     run = logger.start_run(directory, id=run_id, resume="allow", job_type="live", group=logger.group, config=config)
     run.define_metric("spent")
-    metrics = ("recommended", "recommended_mean", "recommended_lcb", "in_flight", "stop_signal", "n_requests")
+    metrics = (
+        "recommended", "recommended_mean", "recommended_lcb", "recommended_value", "recommended_value_lcb",
+        "in_flight", "stop_signal", "n_requests",
+    )
     certificate = ("prob_best", "prob_eps_best", "interval_lower", "interval_upper")
     for metric in (*metrics, *certificate, "charged_as_expected"):
         run.define_metric(metric, step_metric="spent")

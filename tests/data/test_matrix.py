@@ -141,3 +141,12 @@ def test_a_malformed_cost_file_is_named(tmp_path, name, content, problem):
     with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / name))}: {problem}") as raised:
         read_costs(tmp_path / name)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("setting", [{"complete": "intersect"}, {"cost_column": "billed_dollars"}])
+def test_the_long_table_settings_are_refused_for_a_matrix_file(tmp_path, setting):
+    path = tmp_path / "scores.npy"
+    np.save(path, np.array([[1.0, 0.0], [0.0, 1.0]]))
+    (name,) = setting
+    with pytest.raises(ValueError, match=rf"{name}= applies to a long table of cells"):
+        load_matrix(str(path), **setting)

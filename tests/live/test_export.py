@@ -29,7 +29,7 @@ from gittinseval.live import RunStore
 from gittinseval.live.export import export_store, store_tables
 from gittinseval.live.fake_server import FakeChatServer
 from gittinseval.sim.simulator import simulate
-from tests.live.test_ledger import ARMS, PROMPT_TOKENS, answers, run
+from tests.live.test_ledger import ARMS, PRICES, PROMPT_TOKENS, answers, run
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +131,7 @@ def test_an_export_reads_one_snapshot_while_a_run_writes_the_store(live_run, tmp
             if self.reads == 1:
                 with writer._transaction() as cursor:
                     cursor.execute("DELETE FROM cells")
+                    cursor.execute("DELETE FROM usage")
                     cursor.execute("DELETE FROM attempts WHERE id NOT IN (SELECT MIN(id) FROM attempts)")
             return found
 
@@ -197,3 +198,89 @@ def test_benchmark_matrix_keeps_its_keys_and_takes_the_intersection_with_a_plus(
     with pytest.raises(InstantiationException, match=r"1 cell of 38 missing \(bad-model: 1\)"):
         instantiate(plain.benchmark)
     assert instantiate(kept.benchmark).scores.shape == (2, 18)
+
+
+COMPLETION = {"good-model": 7, "bad-model": 2}
+
+
+@pytest.fixture(scope="module")
+def billed_run(tmp_path_factory):
+    """``(result, store, server, examples)`` of an exhaustive run whose calls are billed the words of their prompt
+    and ``COMPLETION[model]`` reply tokens, so that every cell has a bill of its own."""
+    from gittinseval.live.tasks.scoring import read_jsonl
+
+    examples = read_jsonl()
+    store = tmp_path_factory.mktemp("billed") / "run.sqlite"
+    server = FakeChatServer(answers(examples), completion_tokens=COMPLETION)
+    try:
+        result = run(examples, server, store)
+    finally:
+        server.close()
+    assert result.stop_reason == "exhausted" and result.attempts["failed"] == 0
+    return result, store, server, examples
+
+
+def test_each_cell_carries_the_tokens_and_dollars_the_server_billed_for_it(billed_run, tmp_path):
+    result, store, server, examples = billed_run
+    cells = pq.read_table(export_store(store, "parquet", tmp_path / "run")[0]).to_pylist()
+    billed = {(body["model"], body["messages"][-1]["content"]): tokens for body, _, tokens in server.calls}
+    assert len(billed) == len(server.billed) == len(cells) == 40  # one call per cell
+    for cell in cells:
+        model = ARMS[cell["arm"]]["model"]
+        tokens_in, tokens_out = billed[model, examples[cell["example"]]["prompt"]], COMPLETION[model]
+        assert (cell["tokens_in"], cell["tokens_out"]) == (tokens_in, tokens_out)
+        dollars = (tokens_in * PRICES[model]["input"] + tokens_out * PRICES[model]["output"]) / 1e6
+        assert cell["billed_dollars"] == pytest.approx(dollars, rel=1e-12)
+    assert len({cell["tokens_in"] for cell in cells}) > 1  # the prompts differ in length, and so do the bills
+    assert sum(cell["billed_dollars"] for cell in cells) == pytest.approx(result.spent, rel=1e-12)
+    assert result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+
+
+def test_the_simulator_replays_each_cell_at_its_own_bill_with_the_billed_dollars_column(billed_run, tmp_path):
+    result, store, *_ = billed_run
+    cells_path = export_store(store, "csv", tmp_path / "run")[0]
+    cells = read_long_table(cells_path).to_pylist()
+    benchmark = load_matrix(str(cells_path), cost_column="billed_dollars")
+    shares = load_matrix(str(cells_path))
+    assert np.array_equal(benchmark.scores, shares.scores)
+    for cell in cells:
+        assert benchmark.cell_costs[cell["arm"], cell["example"]] == pytest.approx(cell["billed_dollars"], rel=1e-12)
+    replay = simulate(benchmark, UniformPolicy(4), benchmark.prices, GaussianPrior(), budget_fraction=1.0,
+                      cell_costs=benchmark.cell_costs)
+    assert replay.summary["total_cost"] == pytest.approx(result.spent, rel=1e-12)
+
+
+def test_the_failed_calls_bill_is_in_the_shares_and_the_scored_cells_bills_in_billed_dollars(live_run, tmp_path):
+    """In the half-failed run the 503s were not billed, so the scored cells' bills still sum to the spend."""
+    result, store, _ = live_run
+    cells = store_tables(store)[0].to_pylist()
+    assert all(cell["tokens_in"] == PROMPT_TOKENS and cell["tokens_out"] == 3 for cell in cells)
+    assert sum(cell["billed_dollars"] for cell in cells) == pytest.approx(result.spent, rel=1e-12)
+
+
+def test_a_store_made_before_the_usage_table_exports_empty_bills_and_replays_at_the_shares(live_run, tmp_path):
+    _, store, _ = live_run
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store, old)
+    with sqlite3.connect(old) as db:
+        db.execute("DROP TABLE usage")
+    cells_path = export_store(old, "parquet", tmp_path / "old")[0]
+    cells = pq.read_table(cells_path)
+    for column in ("billed_dollars", "tokens_in", "tokens_out"):
+        assert cells.column(column).null_count == cells.num_rows == 40
+    assert cells.column("dollars") == store_tables(store)[0].column("dollars")
+    assert load_matrix(str(cells_path)).cell_costs.shape == (2, 20)
+    with pytest.raises(ValueError, match=r"40 cells of 40 have no billed_dollars .*; use the dollars column"):
+        load_matrix(str(cells_path), cost_column="billed_dollars")
+    with pytest.raises(ValueError, match=r"\['arm', 'example', 'score', 'cents'\]; \['cents'\] are missing"):
+        load_matrix(str(cells_path), cost_column="cents")
+
+
+def test_the_billed_dollars_are_the_costs_with_a_plus_and_the_matrix_keeps_its_keys(billed_run, tmp_path):
+    _, store, *_ = billed_run
+    cells_path = export_store(store, "jsonl", tmp_path / "run")[0]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = compose(config_name="config", overrides=["benchmark=matrix", f"benchmark.path={cells_path}",
+                                                          "+benchmark.cost_column=billed_dollars"])
+    assert instantiate(config.benchmark).cell_costs == pytest.approx(
+        load_matrix(str(cells_path), cost_column="billed_dollars").cell_costs)

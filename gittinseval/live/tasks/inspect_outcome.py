@@ -7,6 +7,11 @@
 - A batch's charge is the usage of every model the eval called (graders included) at
   each model's price, ``sum_models dollars(input, output, cache write, cache read)``
   (:meth:`EvalLogReader.charge`).
+- A sample's bill is the usage its log records (``EvalSample.model_usage``, summed over
+  epochs) at the prices: input tokens are every token the models read (cache writes and
+  reads included), output tokens what they wrote.  A batch reports its examples' bills
+  (:class:`~gittinseval.live.usage.Usage`) when they add up to its charge, as they do
+  unless inspect counted usage outside the samples (:meth:`EvalLogReader.usage`).
 - A failed eval or sample keeps the scores of the samples that finished, charges the
   usage reported, and counts each sample that did not finish as of unknown cost: the
   request it failed on may have been billed (:meth:`EvalLogReader.outcome`).
@@ -25,6 +30,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, PARTIAL, value_to_fl
 
 from gittinseval.live.failures import NonRetryableError
 from gittinseval.live.tasks.prices import Prices
+from gittinseval.live.usage import Usage
 
 __all__ = ["BatchOutcome", "EvalLogReader", "score_value"]
 
@@ -61,11 +67,13 @@ class BatchOutcome:
         scores: ``[B]`` scores in [0, 1], in the order of the batch's sample ids.
         dollars: the eval's usage at the prices.
         tokens: total tokens of the batch (input, output and cache, every model).
+        usage: what each sample of the batch was billed, if the samples' usage adds up to ``dollars``.
     """
 
     scores: np.ndarray
     dollars: float
     tokens: int
+    usage: Usage | None = None
 
 
 class EvalLogReader:
@@ -97,10 +105,35 @@ class EvalLogReader:
             tokens += usage.input_tokens + usage.output_tokens + cache_write + cache_read
         return dollars, tokens, unpriced
 
+    def usage(self, ids: Sequence[Any], eval_log: EvalLog, dollars: float) -> Usage | None:
+        """The ``[B]`` bills of sample ``ids`` from their logged usage (every epoch, every model) at the prices, or
+        ``None`` when a model is unpriced or they do not add up to the eval's charge ``dollars``.  A sample that
+        failed, or is absent from the log, has no token counts (its whole bill is unknown) and the dollars of
+        the usage logged for it."""
+        bills: dict[Any, list[float]] = {}
+        for sample in eval_log.samples or []:
+            bill = bills.setdefault(sample.id, [0.0, 0, 0])
+            for model, usage in sample.model_usage.items():
+                cached = (usage.input_tokens_cache_write or 0, usage.input_tokens_cache_read or 0)
+                try:
+                    bill[0] += self.prices.price(model).dollars(usage.input_tokens, usage.output_tokens, *cached)
+                except ValueError:
+                    return None
+                if bill[1] is not None:
+                    bill[1] += usage.input_tokens + sum(cached)
+                    bill[2] += usage.output_tokens
+            if sample.error is not None:  # the request it failed on may have been billed unreported
+                bill[1:] = [None, None]
+        rows = [bills.get(sample_id, (0.0, None, None)) for sample_id in ids]
+        if not math.isclose(sum(row[0] for row in rows), dollars, rel_tol=1e-9, abs_tol=1e-15):
+            return None
+        return Usage(*zip(*rows, strict=True))
+
     def outcome(self, index: int, model: str, ids: Sequence[Any], eval_log: EvalLog) -> BatchOutcome:
         """The scores and charge of arm ``index``'s batch of sample ``ids`` on ``model``; a failed eval or
         sample raises, with the scores of the samples that finished and the charge of the usage inspect reports."""
         dollars, tokens, unpriced = self.charge(eval_log)
+        usage = None if unpriced else self.usage(ids, eval_log, dollars)
         scores: dict[Any, list[float]] = {}
         failed: dict[Any, str] = {}
         try:
@@ -121,7 +154,7 @@ class EvalLogReader:
                     )
                 scores.setdefault(sample.id, []).append(score_value(named[name].value, name, sample.id))
         except NonRetryableError as failure:
-            raise NonRetryableError(str(failure), cost=dollars) from None
+            raise NonRetryableError(str(failure), cost=dollars, usage=usage) from None
         finished = [sample_id in scores and sample_id not in failed for sample_id in ids]
         kept = [float(np.mean(scores[i])) if done else None for i, done in zip(ids, finished, strict=True)]
         if unpriced:
@@ -136,7 +169,7 @@ class EvalLogReader:
                 uncosted=len(ids),
             )
         if eval_log.status == "success" and all(finished):
-            return BatchOutcome(np.array(kept), dollars, tokens)
+            return BatchOutcome(np.array(kept), dollars, tokens, usage)
         first = finished.index(False) if not all(finished) else None
         if failed:
             sample_id, message = next(iter(failed.items()))
@@ -153,4 +186,5 @@ class EvalLogReader:
             cost=dollars,
             uncosted=finished.count(False),
             example=first,
+            usage=usage,
         )

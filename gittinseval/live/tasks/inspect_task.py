@@ -37,7 +37,9 @@ rest of the arm and refuses to resume on a changed one
   each model's price from the prices file (:mod:`gittinseval.live.tasks.prices`), also when
   the eval failed: a failed batch keeps the scores of its samples that finished, and
   each sample that did not is charged besides one example at the arm's expected cost,
-  since the request it failed on may have been billed without a reported usage.
+  since the request it failed on may have been billed without a reported usage.  Each
+  sample's own usage is kept in the store too (tokens and dollars per example, which
+  ``gittinseval-live export`` writes per cell).
 - Retries are inspect's alone: a model request that fails transiently (as the model's
   provider classifies its errors) is retried by inspect up to ``max_retries`` times with
   inspect's backoff (the arms' ``GenerateConfig.max_retries`` where they set one), a
@@ -88,6 +90,7 @@ from gittinseval.live.tasks.inspect_loader import (
 from gittinseval.live.tasks.inspect_outcome import BatchOutcome, EvalLogReader
 from gittinseval.live.tasks.prices import Prices, load_prices
 from gittinseval.live.tasks.targets import build_targets
+from gittinseval.live.usage import Usage
 from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_int
 
 __all__ = ["InspectScorer", "inspect_task"]
@@ -150,7 +153,9 @@ def _json_input(sample: Sample) -> Any:
 
 
 class InspectScorer:
-    """``score_fn`` of a live run on an inspect task: ``await scorer(arm, batch) -> (scores, dollars)``.
+    """``score_fn`` of a live run on an inspect task: ``await scorer(arm, batch) -> (scores, usage)``, each
+    sample's bill (:class:`~gittinseval.live.usage.Usage`), or ``(scores, dollars)`` when the samples' usage does
+    not add up to the eval's (:meth:`~gittinseval.live.tasks.inspect_outcome.EvalLogReader.usage`).
 
     Args:
         task: the inspect task; its dataset's samples are the examples.
@@ -262,7 +267,9 @@ class InspectScorer:
         sample = self.samples[sample_id]
         return {"id": sample_id, "input": _json_input(sample), "target": sample.target, "choices": sample.choices}
 
-    async def __call__(self, arm: Mapping[str, Any], batch: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
+    async def __call__(
+        self, arm: Mapping[str, Any], batch: Sequence[Mapping[str, Any]]
+    ) -> tuple[np.ndarray, Usage | float]:
         index = self._keys.get(self._key(arm))
         if index is None:
             raise NonRetryableError(f"arm {dict(arm)} is not one of this inspect task's arms", cost=0.0)
@@ -271,7 +278,7 @@ class InspectScorer:
         if self._runner is None or self._runner.done():
             self._runner = asyncio.ensure_future(self._drain())
         outcome = await future
-        return outcome.scores, outcome.dollars
+        return outcome.scores, outcome.dollars if outcome.usage is None else outcome.usage
 
     async def _drain(self) -> None:
         """Run the queued batches, all queued ones together in one eval, until none is left."""

@@ -20,6 +20,7 @@ from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask, scorer_identity
 from gittinseval.live.tasks.graders import FirstWord, GraderFn, grade
 from gittinseval.live.tasks.prices import ModelPrice, Prices, load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate, chat_messages, example_field
+from gittinseval.live.usage import Usage
 
 __all__ = [
     "MatrixScorer",
@@ -194,7 +195,8 @@ class OpenAIChatScorer:
     [0, 1].  The examples of a batch are asked concurrently, one request each.  A
     batch costs ``sum(prompt_tokens * input + completion_tokens * output) / 1e6``
     dollars from each reply's ``usage`` and the model's ``prices`` (dollars per 1M
-    tokens).
+    tokens); a call returns ``(scores, usage)``, each example's dollars and tokens
+    (:class:`~gittinseval.live.usage.Usage`).
 
     Failures are classified here, and the client itself never retries
     (``max_retries=0``): the driver retries a :class:`~gittinseval.live.TransientError`
@@ -202,8 +204,8 @@ class OpenAIChatScorer:
     :class:`~gittinseval.live.NonRetryableError` (an example without a field the
     prompt or the grader needs, any other 4xx, a reply that cannot be parsed, a reply
     without token usage or with a negative token count, a grader that returns
-    anything but a number in [0, 1]).  Either carries the scores and the cost of the
-    examples of the batch that did succeed, so that only the others are asked again;
+    anything but a number in [0, 1]).  Either carries the scores of the examples of the
+    batch that did succeed and the usage of every example that was billed, so that only the others are asked again;
     a call that may have been billed at an unreported cost (a timeout, a reply
     without usage) is counted in ``uncosted``.
 
@@ -269,7 +271,7 @@ class OpenAIChatScorer:
             await self._client.close()
         self._client = self._client_loop = None
 
-    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, float]:
+    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, Usage]:
         try:
             price = self.prices.price(arm["model"])
         except ValueError as error:
@@ -289,15 +291,15 @@ class OpenAIChatScorer:
             *(self._score(client, arm, price, chat, example) for chat, example in zip(messages, examples, strict=True))
         )
         failures = [(position, out) for position, out in enumerate(outcomes) if isinstance(out, ScoringError)]
-        cost = sum(outcome[1] for outcome in outcomes if not isinstance(outcome, ScoringError))
-        cost += sum(failure.cost for _, failure in failures)
+        bills = [_bill(outcome) for outcome in outcomes]
+        usage = Usage(*zip(*bills, strict=True))
         if not failures:
-            return np.array([outcome[0] for outcome in outcomes]), cost
+            return np.array([outcome[0] for outcome in outcomes]), usage
         # The first deterministic failure, else the first: one stop, or one retry of the failed examples.
         position, failure = next(((p, f) for p, f in failures if not is_transient(f)), failures[0])
         scored = [None if isinstance(outcome, ScoringError) else outcome[0] for outcome in outcomes]
         raise type(failure)(
-            str(failure), scores=scored, cost=cost, uncosted=sum(f.uncosted for _, f in failures), example=position
+            str(failure), scores=scored, usage=usage, uncosted=sum(f.uncosted for _, f in failures), example=position
         )
 
     async def _score(
@@ -307,8 +309,9 @@ class OpenAIChatScorer:
         price: ModelPrice,
         messages: list[dict[str, str]],
         example: Mapping[str, Any],
-    ) -> tuple[float, float] | ScoringError:
-        """``(score, dollars)`` of one example, or the classified failure of its request."""
+    ) -> tuple[float, float, int, int] | ScoringError:
+        """``(score, dollars, prompt tokens, completion tokens)`` of one example, or the classified failure of its
+        request (with its usage when it was billed)."""
         model = arm["model"]
         fields = {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
         where = f"{self.base_url}/chat/completions for model {model!r}"
@@ -332,9 +335,21 @@ class OpenAIChatScorer:
                 return NonRetryableError(f"{where}: the reply has {problem} usage.{field}", cost=0.0, uncosted=1)
         if not response.choices or response.choices[0].message is None:
             return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
-        dollars = price.dollars(tokens["prompt_tokens"], tokens["completion_tokens"])
+        prompt, completion = tokens["prompt_tokens"], tokens["completion_tokens"]
+        dollars = price.dollars(prompt, completion)
         reply = response.choices[0].message.content or ""
         try:
-            return grade(self.grader, reply, example), dollars
+            return grade(self.grader, reply, example), dollars, prompt, completion
         except ValueError as error:
-            return NonRetryableError(f"grading the reply: {error}", cost=dollars)
+            return NonRetryableError(f"grading the reply: {error}", usage=Usage([dollars], [prompt], [completion]))
+
+
+def _bill(outcome: tuple[float, float, int, int] | ScoringError) -> tuple[float, int | None, int | None]:
+    """``(dollars, prompt tokens, completion tokens)`` of one example's request: a failure's own usage if it was
+    billed; else what it reported (nothing), with no tokens where a bill is unknown (``uncosted``)."""
+    if not isinstance(outcome, ScoringError):
+        return outcome[1:]
+    if outcome.usage is not None:
+        return outcome.usage.dollars[0], outcome.usage.tokens_in[0], outcome.usage.tokens_out[0]
+    tokens = None if outcome.uncosted else 0
+    return outcome.cost, tokens, tokens

@@ -124,8 +124,11 @@ def test_charges_are_usage_times_prices(tmp_path):
     arms = [{"model": "mockllm/strong"}, {"model": "mockllm/weak"}, {"model": "mockllm/careful"}]
     task = make_task(arms, tmp_path)
     for arm, model in enumerate(PRICES):
-        _, dollars = score(task, arm, [0, 1, 2, 5, 7])
-        assert math.isclose(dollars, 5 * per_example_dollars(model), rel_tol=1e-12)
+        _, usage = score(task, arm, [0, 1, 2, 5, 7])
+        assert math.isclose(usage.cost, 5 * per_example_dollars(model), rel_tol=1e-12)
+        # Each sample's own bill: its reply's scripted usage at the model's prices.
+        assert usage.tokens_in == (USAGE[model][0],) * 5 and usage.tokens_out == (USAGE[model][1],) * 5
+        np.testing.assert_allclose(usage.dollars, [per_example_dollars(model)] * 5, rtol=1e-12)
     # Expected costs from the token estimates at each arm's model price.
     expected = [(40 * PRICES[m]["input"] + 6 * PRICES[m]["output"]) / 1e6 for m in PRICES]
     np.testing.assert_allclose(task.costs, expected, rtol=1e-12)
@@ -308,7 +311,7 @@ def test_concurrent_batches_run_together_in_one_eval(tmp_path, monkeypatch):
     outcomes = asyncio.run(three_at_once())
     assert groups == [3]
     for arm, model in enumerate(PRICES):
-        assert math.isclose(outcomes[arm][1], 4 * per_example_dollars(model), rel_tol=1e-12)
+        assert math.isclose(outcomes[arm][1].cost, 4 * per_example_dollars(model), rel_tol=1e-12)
 
 
 def test_the_bundled_prices_file_serves_inspect_ai_too():
@@ -375,6 +378,10 @@ def test_a_failed_eval_keeps_what_finished_and_charges_the_usage_inspect_reports
     assert failed.value.scores == [1.0, None, 1.0, None, 1.0, None]
     assert math.isclose(failed.value.cost, 3 * per_example_dollars("mockllm/broken"), rel_tol=1e-12)
     assert failed.value.uncosted == 3 and failed.value.example == 1
+    # The samples that finished keep their bills; those that failed logged none, and their tokens are unknown.
+    billed = per_example_dollars("mockllm/broken")
+    np.testing.assert_allclose(failed.value.usage.dollars, [billed, 0, billed, 0, billed, 0], rtol=1e-12)
+    assert failed.value.usage.tokens_out == (4, None, 4, None, 4, None)
     assert sorted(calls) == [0, 1, 2, 3, 4, 5]  # each sample asked once: inspect ran no failed sample again
 
 
@@ -629,9 +636,10 @@ def test_a_sample_scored_over_several_epochs_gets_the_mean_over_its_epochs_and_e
         epochs, [{"model": "mockllm/strong"}], PRICES, model_args=MODEL_ARGS, log_dir=tmp_path / "logs",
         tokens={"input": 40, "output": 6},
     )
-    scores, dollars = score(task, 0, [2, 0, 1])
+    scores, usage = score(task, 0, [2, 0, 1])
     np.testing.assert_allclose(scores, [np.mean(EPOCH_SCORES[3]), np.mean(EPOCH_SCORES[1]), np.mean(EPOCH_SCORES[2])])
-    assert math.isclose(dollars, 3 * 3 * per_example_dollars("mockllm/strong"), rel_tol=1e-12)
+    assert math.isclose(usage.cost, 3 * 3 * per_example_dollars("mockllm/strong"), rel_tol=1e-12)
+    assert usage.tokens_out == (3 * USAGE["mockllm/strong"][1],) * 3  # a sample's bill sums its epochs
 
 
 CACHED_USAGE = {
@@ -658,6 +666,10 @@ def test_cache_tokens_are_charged_at_the_prices_file_cache_rates(tmp_path):
     assert math.isclose(outcome.dollars, 4 * per_reply, rel_tol=1e-12)
     assert outcome.tokens == 4 * sum(CACHED_USAGE.values())
     assert outcome.scores.tolist() == [1.0] * 4
+    # mockllm's scripted usage per sample: every token read is an input token, cached or not.
+    read = sum(CACHED_USAGE[key] for key in ("input_tokens", "input_tokens_cache_write", "input_tokens_cache_read"))
+    assert outcome.usage.tokens_in == (read,) * 4 and outcome.usage.tokens_out == (6,) * 4
+    np.testing.assert_allclose(outcome.usage.dollars, [per_reply] * 4, rtol=1e-12)
 
 
 def test_cache_tokens_without_a_cache_price_stop_the_run_naming_the_model_and_the_prices_file(tmp_path):
@@ -704,3 +716,19 @@ def test_a_pilot_file_that_is_not_a_pilot_estimate_is_named(tmp_path):
     pilot_file.write_text("[1, 2]")
     with pytest.raises(ValueError, match=rf"pilot_file {pilot_file} holds no pilot estimate; delete it"):
         make_task([{"model": "mockllm/strong"}], tmp_path, tokens=None, pilot_file=pilot_file)
+
+
+def test_samples_bills_are_reported_only_when_they_add_up_to_the_evals_charge():
+    """Usage inspect counted outside the samples (or an unpriced model) leaves the batch one charge, unbroken."""
+    from types import SimpleNamespace
+
+    from gittinseval.live.tasks.inspect_outcome import EvalLogReader
+
+    reader = EvalLogReader("arithmetic", None, load_prices(PRICES))
+    used = {"mockllm/strong": ModelUsage(input_tokens=40, output_tokens=6, total_tokens=46)}
+    log = SimpleNamespace(samples=[SimpleNamespace(id=i, model_usage=used, error=None) for i in (1, 2)])
+    one = per_example_dollars("mockllm/strong")
+    assert reader.usage([1, 2, 3], log, 2 * one).tokens_in == (40, 40, None)  # sample 3 never ran
+    assert reader.usage([1, 2], log, 3 * one) is None
+    log.samples[0].model_usage = {"mockllm/unpriced": ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)}
+    assert reader.usage([1, 2], log, one) is None

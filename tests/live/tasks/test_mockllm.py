@@ -53,7 +53,7 @@ def live_quiz(arms, tmp_path, task=None, prices=PRICES):
 
 
 def score(task, index, ids):
-    """``(scores, dollars)`` of arm ``index`` on the samples ``ids``."""
+    """``(scores, usage)`` of arm ``index`` on the samples ``ids``."""
     examples = {example["id"]: example for example in task.examples}
     return asyncio.run(task.score_fn(task.arms[index], [examples[i] for i in ids]))
 
@@ -74,11 +74,12 @@ def test_an_accuracy_answers_the_samples_its_seed_draws_and_each_reply_is_charge
     task = live_quiz(arms, tmp_path)
     ids = list(CAPITALS)
     for index, (accuracy, seed) in enumerate([(0.5, 0), (0.5, 7), (1.0, 0), (0.0, 0)]):
-        scores, dollars = score(task, index, ids)
+        scores, usage = score(task, index, ids)
         expected = [float(right_by_the_documented_rule(accuracy, seed, i)) for i in ids]
         np.testing.assert_array_equal(scores, expected)
         price = PRICES[arms[index]["model"]]
-        assert math.isclose(dollars, len(ids) * (30 * price["input"] + 5 * price["output"]) / 1e6, rel_tol=1e-12)
+        assert math.isclose(usage.cost, len(ids) * (30 * price["input"] + 5 * price["output"]) / 1e6, rel_tol=1e-12)
+        assert usage.tokens_in == (30,) * len(ids) and usage.tokens_out == (5,) * len(ids)
     # The two seeds draw other samples, each a mix of right and wrong: the draw is tested, not a constant.
     first, second = score(task, 0, ids)[0], score(task, 1, ids)[0]
     assert 0 < first.sum() < len(ids) and 0 < second.sum() < len(ids) and (first != second).any()

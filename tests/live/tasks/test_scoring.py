@@ -49,9 +49,14 @@ ARMS = [
 def test_chat_scorer_scores_and_costs_from_token_usage(server, examples, monkeypatch):
     monkeypatch.setenv("FAKE_KEY", "sk-test")
     scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env="FAKE_KEY", timeout=5)
-    scores, cost = asyncio.run(scorer(ARMS[1], examples[:3]))
+    scores, usage = asyncio.run(scorer(ARMS[1], examples[:3]))
     np.testing.assert_array_equal(scores, [1.0, 1.0, 1.0])
-    assert cost == pytest.approx(server.cost_of_calls())
+    assert usage.cost == pytest.approx(server.cost_of_calls())
+    # Each example's bill: its own prompt's tokens at the model's prices.
+    prompt_tokens = {call[0]["messages"][1]["content"]: call[2] for call in server.calls}
+    assert list(usage.tokens_in) == [prompt_tokens[e["prompt"]] for e in examples[:3]]
+    assert list(usage.tokens_out) == [COMPLETION_TOKENS] * 3
+    assert list(usage.dollars) == pytest.approx([(t * 2.0 + COMPLETION_TOKENS * 8.0) / 1e6 for t in usage.tokens_in])
     body, auth, _ = server.calls[0]
     assert auth == "Bearer sk-test" and body["model"] == "good-model" and body["temperature"] == 0.0
     assert body["messages"][0] == {"role": "system", "content": "You are a calculator."}
@@ -89,6 +94,12 @@ def test_a_failed_call_is_classified_and_the_rest_of_its_batch_kept(server, exam
     assert failure.scores[failure.example] is None
     ok_cost = sum((tokens * 2.0 + COMPLETION_TOKENS * 8.0) / 1e6 for _, _, tokens in server.calls)
     assert len(server.calls) == 2 and failure.cost == pytest.approx(ok_cost) and failure.uncosted == uncosted
+    # The failed example billed nothing reported: no tokens where its bill is unknown, else none at all.
+    unbilled = None if uncosted else 0
+    assert failure.usage.dollars[failure.example] == 0
+    assert (failure.usage.tokens_in[failure.example], failure.usage.tokens_out[failure.example]) == (unbilled, unbilled)
+    assert sorted(failure.usage.tokens_in[:failure.example] + failure.usage.tokens_in[failure.example + 1:]) == sorted(
+        tokens for _, _, tokens in server.calls)
 
 
 def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
@@ -100,6 +111,7 @@ def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
     with pytest.raises(TransientError, match="Connection error") as refused:
         asyncio.run(OpenAIChatScorer(f"http://127.0.0.1:{closed_port}/v1", PRICES, timeout=5)(ARMS[1], examples[:2]))
     assert refused.value.cost == 0 and refused.value.uncosted == 0 and refused.value.scores == [None, None]
+    assert refused.value.usage.tokens_in == (0, 0)  # never sent: nothing billed
     slow = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, latency=2.0)
     try:
         with pytest.raises(TransientError, match="timed out") as timed_out:
@@ -107,6 +119,7 @@ def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
     finally:
         slow.close()
     assert timed_out.value.cost == 0 and timed_out.value.uncosted == 2
+    assert timed_out.value.usage.tokens_in == (None, None)  # sent: billed or not, nobody knows
 
 
 def test_bad_examples_and_unpriced_models_are_refused_before_any_call(server, examples):
@@ -181,6 +194,9 @@ def test_a_billed_reply_that_cannot_be_graded_is_charged(server, examples, failu
         asyncio.run(scorer(ARMS[1], examples[:3]))
     assert len(server.calls) == 3 and info.value.scores == [1.0, None, 1.0] and info.value.example == 1
     assert info.value.cost == pytest.approx(server.cost_of_calls(), rel=1e-12) and info.value.uncosted == 0
+    # The reply that could not be graded keeps its bill, tokens included.
+    prompt_tokens = {call[0]["messages"][1]["content"]: call[2] for call in server.calls}
+    assert info.value.usage.tokens_in[1] == prompt_tokens[examples[1]["prompt"]] and info.value.usage.dollars[1] > 0
     assert "\n" not in str(info.value)
 
 

@@ -1,0 +1,53 @@
+"""What a scoring call was billed for each example of its batch: dollars, input and output tokens."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Usage"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The bill of a scoring call of ``m`` examples, example by example, in the batch's order.
+
+    A ``score_fn`` that knows what each example cost returns ``(scores, Usage(...))``
+    instead of ``(scores, dollars)``, and a failed call raises a
+    :class:`~gittinseval.live.ScoringError` with ``usage=``; the call is then charged
+    :attr:`cost`, the sum of the examples' dollars, and the store keeps each example's
+    bill (``gittinseval-live export`` writes it per cell).
+
+    Attributes:
+        dollars: ``[m]`` dollars billed for each example: 0 for one that was never billed
+            (refused before it was sent), and for one whose bill is unknown (a timeout, a
+            reply without usage), which the failure counts in ``uncosted`` instead.
+        tokens_in: ``[m]`` input (prompt) tokens of each example, ``None`` where unknown.
+        tokens_out: ``[m]`` output (completion) tokens of each example, ``None`` where unknown.
+    """
+
+    dollars: Sequence[float]
+    tokens_in: Sequence[int | None]
+    tokens_out: Sequence[int | None]
+
+    def __post_init__(self) -> None:
+        dollars = tuple(float(value) for value in self.dollars)
+        if not all(math.isfinite(value) and value >= 0 for value in dollars):
+            raise ValueError(f"usage: dollars must be finite and non-negative, got {list(dollars)[:5]}")
+        object.__setattr__(self, "dollars", dollars)
+        for name in ("tokens_in", "tokens_out"):
+            tokens = tuple(None if value is None else int(value) for value in getattr(self, name))
+            if len(tokens) != len(dollars):
+                raise ValueError(f"usage: {len(tokens)} {name} for {len(dollars)} examples")
+            if any(value is not None and value < 0 for value in tokens):
+                raise ValueError(f"usage: {name} must be non-negative, got {list(tokens)[:5]}")
+            object.__setattr__(self, name, tokens)
+
+    def __len__(self) -> int:
+        return len(self.dollars)
+
+    @property
+    def cost(self) -> float:
+        """The call's dollars: the sum over its examples."""
+        return sum(self.dollars)

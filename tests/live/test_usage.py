@@ -1,0 +1,72 @@
+"""A scoring function's bill per example (gittinseval/live/usage.py): checked, charged, and kept by the store."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from gittinseval import GittinsPolicy
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, ScoringError, Usage, evaluate
+
+
+def test_a_usage_is_one_bill_per_example():
+    usage = Usage([0.25, 0.5, 0.0], [10, 20, None], [3, 4, None])
+    assert len(usage) == 3 and usage.cost == 0.75 and usage.tokens_in == (10, 20, None)
+    assert ScoringError("x", usage=usage).cost == 0.75 and ScoringError("x", cost=0.1, usage=usage).cost == 0.1
+    with pytest.raises(ValueError, match="usage: 2 tokens_in for 3 examples"):
+        Usage([0.1, 0.2, 0.3], [1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="usage: dollars must be finite and non-negative"):
+        Usage([0.1, -0.2], [1, 2], [1, 2])
+    with pytest.raises(ValueError, match="usage: tokens_out must be non-negative"):
+        Usage([0.1, 0.2], [1, 2], [1, -2])
+
+
+def run(score_fn, store=None):
+    return evaluate(["a", "b"], list(range(4)), score_fn, None, costs=[1e-5, 1e-5], policy=GittinsPolicy(2),
+                    store=store, progress=False, concurrency=1)
+
+
+def test_a_score_fn_that_bills_each_example_is_charged_their_sum_and_the_store_keeps_the_bills(tmp_path):
+    def score_fn(arm, batch):
+        tokens = [10 * (example + 1) for example in batch]
+        return [1.0] * len(batch), Usage([t * 1e-6 for t in tokens], tokens, [2] * len(batch))
+
+    result = run(score_fn, tmp_path / "run.sqlite")
+    assert result.spent == pytest.approx(2 * sum(10 * (n + 1) * 1e-6 for n in range(4)), rel=1e-12)
+    with sqlite3.connect(tmp_path / "run.sqlite") as db:
+        bills = db.execute("SELECT example, dollars, tokens_in, tokens_out FROM usage ORDER BY example").fetchall()
+    assert bills == [(n, pytest.approx(10 * (n + 1) * 1e-6), 10 * (n + 1), 2) for n in range(4) for _ in "ab"]
+
+
+def test_a_usage_of_the_wrong_length_is_a_failed_call_that_stops_the_run():
+    result = run(lambda arm, batch: (np.ones(len(batch)), Usage([1e-6], [1], [1])))
+    assert result.stop_reason == "error" and result.attempts == {"scored": 0, "failed": 1, "lost": 0}
+    assert "the call's usage covers 1 examples, it asked for 2" in result.error_message
+    assert result.spent == pytest.approx(1e-6)  # what it reported
+
+
+def test_a_failure_whose_usage_is_of_the_wrong_length_is_charged_its_sum_and_recorded(tmp_path):
+    def score_fn(arm, batch):
+        raise ScoringError("the grader broke", scores=[1.0, None], usage=Usage([2e-6], [5], [1]))
+
+    result = run(score_fn, tmp_path / "run.sqlite")
+    assert result.stop_reason == "error" and result.attempts == {"scored": 0, "failed": 1, "lost": 0}
+    assert result.spent == pytest.approx(2e-6)
+    with sqlite3.connect(tmp_path / "run.sqlite") as db:
+        (error,) = db.execute("SELECT error FROM attempts").fetchone()
+        assert db.execute("SELECT COUNT(*) FROM usage").fetchone() == (0,)
+    assert "the grader broke" in error and "usage covers 1 examples, it asked for 2, not kept" in error
+
+
+def test_a_cost_and_a_usage_that_disagree_are_a_failed_call_charged_the_usage(tmp_path):
+    task = LiveTask(["a", "b"], list(range(4)), costs=[1e-5, 1e-5])
+    with Evaluator(task, LiveConfig(policy=GittinsPolicy(2), store=tmp_path / "run.sqlite")) as evaluator:
+        request = evaluator.ask()
+        attempt = evaluator.start_attempt(request)
+        usage = Usage([1e-6, 3e-6], [1, 3], [1, 1])
+        with pytest.raises(ValueError, match=r"reported 0.5 dollars and a usage of 4e-06"):
+            evaluator.finish_attempt(attempt, [1.0, 0.0], 0.5, usage)
+        assert evaluator.spent == pytest.approx(4e-6)
+        attempt = evaluator.start_attempt(request)
+        evaluator.finish_attempt(attempt, [1.0, 0.0], 4e-6 * (1 + 1e-12), usage)  # agreeing to rounding
+        assert evaluator.spent == pytest.approx(8e-6)
