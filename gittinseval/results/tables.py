@@ -189,16 +189,21 @@ def overview_cells(tables: Sequence[PanelTables], percent: int) -> list[dict[str
     return [{column: cells.get(column, EMPTY) for column in columns} for cells in by_panel]
 
 
+def _by_benchmark_cost_and_label(summaries: Sequence[dict], field: str) -> dict[tuple[str, str, str], list[dict]]:
+    """The summaries' ``field`` values that are set, grouped by (benchmark, cost mode, curve label)."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for summary in summaries:
+        if summary.get(field) is not None:
+            groups.setdefault((summary["benchmark"], summary["cost_mode"], summary["label"]), []).append(summary[field])
+    return groups
+
+
 def certificate_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
     """Per benchmark, cost mode and method, over its runs whose summary carries a ``certificate``: the mean
     P(best) and P(eps-best) of the final recommendation, and the coverage of its interval (the share of
     runs whose interval holds the recommended arm's full-benchmark mean, ``true_mean``).  No rows when no
     run carries one (runs made before certificates)."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for summary in summaries:
-        if summary.get("certificate") is not None:
-            key = (summary["benchmark"], summary["cost_mode"], summary["label"])
-            groups.setdefault(key, []).append(summary["certificate"])
+    groups = _by_benchmark_cost_and_label(summaries, "certificate")
     cells = []
     for (benchmark, cost_mode, label), certificates in sorted(groups.items()):
         covered = [c["lower"] <= c["true_mean"] <= c["upper"] for c in certificates]
@@ -319,13 +324,9 @@ def reliability_cells(summaries: Sequence[dict]) -> dict[str, list[dict[str, str
 def confidence_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
     """Per benchmark, cost mode and curve label, over the runs that recorded a confidence stop: how often
     it fired, the mean share of the exhaustive cost at which it fired, and the share of fired stops whose
-    recommendation was *not* eps-best (regret above ``eps``) with its 95 % Wilson interval, against the ``delta =
-    1 - prob_eps_best`` the stop promises on benchmarks drawn from the prior."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for summary in summaries:
-        if summary.get("confidence_stop") is not None:
-            key = (summary["benchmark"], summary["cost_mode"], summary["label"])
-            groups.setdefault(key, []).append(summary["confidence_stop"])
+    recommendation was *not* eps-best (regret above ``eps``) with its 95 % Wilson interval, against the
+    ``delta = 1 - prob_eps_best`` the stop promises on benchmarks drawn from the prior."""
+    groups = _by_benchmark_cost_and_label(summaries, "confidence_stop")
     rows = []
     for (benchmark, cost_mode, label), stops in sorted(groups.items()):
         fired = [stop for stop in stops if stop["step"] is not None]
