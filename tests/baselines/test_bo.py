@@ -9,14 +9,29 @@ import pytest
 import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.exceptions.errors import ModelFittingError
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import MixedSingleTaskGP
+from botorch.models.kernels.categorical import CategoricalKernel
+from botorch.models.transforms.outcome import Standardize
+from botorch.optim.closures import get_loss_closure_with_grads
+from botorch.optim.utils import get_parameters_and_bounds
 from botorch.utils.testing import MockModel, MockPosterior
+from gpytorch.mlls import ExactMarginalLogLikelihood
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from scipy.optimize import brentq
 from scipy.stats import chisquare, norm
 
 import baselines.bo as bo
-from baselines.bo import ConfigurationBOPolicy, fit_mixed_gp, initial_design_size, mixed_gp
+from baselines.bo import (
+    CategoricalLossClosure,
+    ConfigurationBOPolicy,
+    categorical_correlation,
+    fit_mixed_gp,
+    initial_design_size,
+    mismatch_of,
+    mixed_gp,
+)
 from baselines.logei import LogEIPolicy
 from baselines.logeipc import LogEIPCPolicy, LogExpectedImprovementPerCost
 from baselines.pbgi import PandoraBoxGittinsIndex, PBGIPolicy, solve_log_ei_equation
@@ -61,6 +76,107 @@ def fitted_gp():
 def posterior_moments(model, candidates):
     posterior = model.posterior(candidates)
     return posterior.mean.reshape(-1).detach(), posterior.variance.reshape(-1).detach().sqrt()
+
+
+# --- the categorical GP's closed forms against BoTorch -----------------------------------
+
+
+def categorical_data(n_dims, n_train=40, seed=0):
+    """All ``[K, D]`` codes of a small grid (``K = 4^D``, 5 x 4 x 3 for ``D = 3``), ``n_train`` of them observed."""
+    rng = np.random.default_rng(seed)
+    sizes = (5, 4, 3)[:n_dims] if n_dims > 1 else (20,)
+    codes = np.stack(np.meshgrid(*(np.arange(size) for size in sizes), indexing="ij"), -1).reshape(-1, n_dims)
+    observed = rng.choice(len(codes), size=min(n_train, len(codes) - 5), replace=False)
+    X = torch.as_tensor(codes, dtype=torch.float64)
+    Y = torch.as_tensor(0.5 + 0.1 * rng.normal(size=(len(observed), 1)))
+    unobserved = np.setdiff1d(np.arange(len(codes)), observed)
+    return X[observed], Y, X[unobserved]
+
+
+def stock_gp(train_X, train_Y, noise_var=1e-6):
+    """BoTorch's own ``MixedSingleTaskGP`` as :func:`mixed_gp` configures it."""
+    return MixedSingleTaskGP(train_X, train_Y, cat_dims=list(range(train_X.shape[-1])),
+                             train_Yvar=torch.full_like(train_Y, noise_var), outcome_transform=Standardize(m=1))
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_categorical_correlation_is_botorchs_kernel(n_dims):
+    train_X, _, candidates = categorical_data(n_dims)
+    lengthscale = torch.as_tensor(np.random.default_rng(n_dims).uniform(0.05, 5.0, n_dims))
+    kernel = CategoricalKernel(ard_num_dims=n_dims).double()
+    kernel.lengthscale = lengthscale
+    expected = kernel(train_X, candidates).to_dense().detach()
+    ours = categorical_correlation(mismatch_of(train_X, candidates), lengthscale)
+    torch.testing.assert_close(ours, expected, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_loss_closure_is_botorchs_loss_and_gradient(n_dims):
+    train_X, train_Y, _ = categorical_data(n_dims, seed=n_dims)
+    mll = ExactMarginalLogLikelihood((model := mixed_gp(train_X, train_Y, 1e-6)).likelihood, model).train()
+    parameters = get_parameters_and_bounds(mll, requires_grad=True)[0]
+    reference, ours = get_loss_closure_with_grads(mll, parameters=parameters), CategoricalLossClosure(mll)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        with torch.no_grad():
+            for parameter in parameters.values():
+                parameter.copy_(torch.as_tensor(rng.normal(0.0, 2.0, size=parameter.shape)))
+        (loss, grads), (expected_loss, expected_grads) = ours(), reference()
+        torch.testing.assert_close(loss, expected_loss.detach(), rtol=0, atol=1e-10)
+        for grad, expected in zip(grads, expected_grads, strict=True):
+            torch.testing.assert_close(grad, expected, rtol=0, atol=1e-10)
+
+
+def test_loss_closure_hands_a_failed_cholesky_to_botorch(monkeypatch):
+    train_X, train_Y, _ = categorical_data(2)
+    mll = ExactMarginalLogLikelihood((model := mixed_gp(train_X, train_Y, 1e-6)).likelihood, model).train()
+    closure = CategoricalLossClosure(mll)
+    calls = []
+    monkeypatch.setattr(closure, "botorch_closure", lambda: calls.append(1) or "botorch")
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", lambda a: (a, torch.tensor(1)))
+    assert closure() == "botorch" and calls == [1]
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_fit_reaches_botorchs_optimum_and_posterior_is_botorchs(n_dims):
+    train_X, train_Y, candidates = categorical_data(n_dims, seed=10 + n_dims)
+    ours = fit_mixed_gp(mixed_gp(train_X, train_Y, 1e-6))
+    stock = stock_gp(train_X, train_Y)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(stock.likelihood, stock), max_attempts=1)
+    # The same optimum: the same marginal likelihood (the optimiser stops within its tolerance of it).
+    losses = []
+    for model in (ours, stock):
+        mll = ExactMarginalLogLikelihood(model.likelihood, model).train()
+        losses.append(get_loss_closure_with_grads(mll, get_parameters_and_bounds(mll, requires_grad=True)[0])()[0])
+        model.eval()
+    torch.testing.assert_close(losses[0], losses[1], rtol=1e-8, atol=0)
+    # The closed-form posterior of the fitted model against BoTorch's on the same model.
+    with torch.no_grad():
+        fast = ours.posterior(candidates.unsqueeze(-2))
+        reference = MixedSingleTaskGP.posterior(ours, candidates.unsqueeze(-2))
+    torch.testing.assert_close(fast.mean, reference.mean, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fast.variance, reference.variance, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("policy_class", POLICIES)
+@pytest.mark.parametrize("costs", ["unit", "priced"])
+def test_runs_make_the_decisions_of_botorchs_own_fit_and_posterior(policy_class, costs, monkeypatch):
+    benchmark = random_benchmark(n_arms=60, seed=11)
+    # About ten queries, three of them the initial design.
+    prices, budget = (np.ones(60), 0.15) if costs == "unit" else (benchmark.prices, 0.08)
+    fast = run(policy_class(), benchmark, prices, seed=2, budget_fraction=budget)
+
+    def stock_fit(model):
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), max_attempts=1)
+        return model
+
+    monkeypatch.setattr(bo, "mixed_gp", lambda X, Y, noise, state=None: stock_gp(X, Y, noise))
+    monkeypatch.setattr(bo, "fit_mixed_gp", stock_fit)
+    stock = run(policy_class(), benchmark, prices, seed=2, budget_fraction=budget)
+    assert fast.summary["n_steps"] > 2 * fast.summary["hyperparameters"]["n_initial"]
+    for name in ("arm", "recommended", "cost"):
+        np.testing.assert_array_equal(fast.trace[name], stock.trace[name])
+    assert fast.summary["stop_step"] == stock.summary["stop_step"]
 
 
 # --- PBGI's index ---------------------------------------------------------------------------
