@@ -389,25 +389,32 @@ class Evaluator:
             raise ValueError(f"arm {arm}: the task declares binary scores, got {values[:5].tolist()}")
         return values
 
-    def tell(self, request: Request, scores: Any, cost: float | None = None) -> float:
+    def tell(self, request: Request, scores: Any, cost: float | None = None, usage: Usage | None = None) -> float:
         """Record the ``[request.size]`` scores of an outstanding request; returns its cost.
 
-        ``cost`` is what the request actually cost; ``None`` means its expected
-        cost ``size * costs[arm]`` (an error with ``costs=None``).  The call is one
-        scored attempt in the ledger; the scores, the cost and the request's state
-        are written in one transaction before anything in memory changes: if the
-        write fails, the request stays outstanding and the run is as before.
-        Examples scored already by a call that failed part-way keep their scores.
+        ``cost`` is what the request actually cost; ``None`` means the sum of ``usage`` if
+        given, else its expected cost ``size * costs[arm]`` (an error with ``costs=None``).
+        ``usage`` is what each example not yet scored was billed, in the request's order
+        (a :class:`~gittinseval.live.usage.Usage`; a given ``cost`` must equal its sum):
+        the store keeps it, and ``gittinseval-live export`` writes each cell's tokens
+        and dollars.  The call is one scored attempt in the ledger; the scores, the cost
+        and the request's state are written in one transaction before anything in memory
+        changes: if the write fails, or the cost or usage is invalid, the request stays
+        outstanding and the run is as before.  Examples scored already by a call that
+        failed part-way keep their scores.
         """
         entry = self._entry(request)
         arm = entry.request.arm
         values = self._valid_scores(arm, entry.request.examples, scores)
-        charge = self.ledger.valid_cost(arm, cost)
+        if usage is not None and cost is not None and not math.isclose(cost, usage.cost, rel_tol=1e-9):
+            raise ValueError(f"arm {arm}: told a cost of {cost!r} dollars and a usage of {usage.cost!r}")
+        charge = self.ledger.valid_cost(arm, cost if usage is None else usage.cost)
         unscored = entry.unscored()
         examples = entry.request.examples[unscored]
         attempt = Attempt(-1, entry.request, examples, self.ledger.expected(arm, examples.size))
+        record = attempt.outcome(entry.id, usage)
         scored = dict(zip(examples.tolist(), values[unscored].tolist(), strict=True))
-        self._settle(entry, attempt.outcome(entry.id), "scored", scored, charge, 0, None)
+        self._settle(entry, record, "scored", scored, charge, 0, None)
         return entry.charged
 
     def cancel(self, request: Request) -> None:

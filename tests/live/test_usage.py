@@ -3,10 +3,12 @@
 import sqlite3
 
 import numpy as np
+import pyarrow.csv
 import pytest
 
 from gittinseval import GittinsPolicy
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, ScoringError, Usage, evaluate
+from gittinseval.live.export import export_store
 
 
 def test_a_usage_is_one_bill_per_example():
@@ -70,3 +72,24 @@ def test_a_cost_and_a_usage_that_disagree_are_a_failed_call_charged_the_usage(tm
         attempt = evaluator.start_attempt(request)
         evaluator.finish_attempt(attempt, [1.0, 0.0], 4e-6 * (1 + 1e-12), usage)  # agreeing to rounding
         assert evaluator.spent == pytest.approx(8e-6)
+
+
+def test_a_told_usage_is_charged_kept_and_exported_and_a_bad_one_changes_nothing(tmp_path):
+    task = LiveTask(["a", "b"], list(range(4)), costs=[1e-5, 1e-5])
+    with Evaluator(task, LiveConfig(policy=GittinsPolicy(2), store=tmp_path / "run.sqlite")) as evaluator:
+        request = evaluator.ask()
+        usage = Usage([1e-6, 3e-6], [10, 30], [1, 2])
+        with pytest.raises(ValueError, match=r"told a cost of 0.5 dollars and a usage of 4e-06"):
+            evaluator.tell(request, [1.0, 0.0], 0.5, usage)
+        with pytest.raises(ValueError, match="usage covers 1 examples, it asked for 2"):
+            evaluator.tell(request, [1.0, 0.0], usage=Usage([1e-6], [1], [1]))
+        assert evaluator.spent == 0 and evaluator.outstanding == [request]  # refused: nothing recorded
+        assert evaluator.tell(request, [1.0, 0.0], usage=usage) == pytest.approx(4e-6)
+        assert evaluator.spent == pytest.approx(4e-6)
+    cells_path, _ = export_store(tmp_path / "run.sqlite", "csv", tmp_path / "out")
+    cells = pyarrow.csv.read_csv(cells_path).to_pylist()
+    by_example = {row["example"]: row for row in cells}
+    for position, example in enumerate(request.examples.tolist()):
+        row = by_example[example]
+        assert (row["tokens_in"], row["tokens_out"]) == (usage.tokens_in[position], usage.tokens_out[position])
+        assert row["billed_dollars"] == pytest.approx(usage.dollars[position])
