@@ -99,11 +99,15 @@ def test_sigkill_mid_run_then_resume(tmp_path, concurrency, budget_fraction):
     assert not {(a, e) for a, e, _ in told_cells(after)} & {(a, e) for a, e, _ in at_kill}
     assert set(at_kill) | set(told_cells(after)) == set(final_cells)
 
+    # A call in flight at the kill may have been billed: the resumed run charges it as expected
+    # (a `lost` attempt), so it retraces the uninterrupted run whose budget is that much smaller.
+    with sqlite3.connect(store) as db:
+        (lost,) = db.execute("SELECT COALESCE(SUM(charged), 0) FROM attempts WHERE outcome = 'lost'").fetchone()
     uninterrupted = evaluate(
         range(K),
         range(N),
         MatrixScorer(scores),
-        budget_fraction * N * costs.sum(),
+        budget_fraction * N * costs.sum() - lost,
         costs=costs,
         policy=GittinsPolicy(B, 1e-3),
         seed=SEED,
@@ -118,6 +122,7 @@ def test_sigkill_mid_run_then_resume(tmp_path, concurrency, budget_fraction):
     print(
         f"\nkill test, concurrency {concurrency}: {len(told_cells(before))} cells reported told before SIGKILL, "
         f"{len(at_kill)} in the store and {untold_at_kill} requests issued but untold "
-        f"at the kill, {len(final_cells)} at the end (uninterrupted: {len(whole_cells)}); duplicates: 0; final "
+        f"at the kill ({lost:g} charged for a lost call), {len(final_cells)} at the end (uninterrupted: "
+        f"{len(whole_cells)}); duplicates: 0; final "
         f"recommendation {done[2]} (uninterrupted {uninterrupted.recommendation.arm})"
     )
