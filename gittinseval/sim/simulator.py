@@ -7,6 +7,7 @@ import io
 import json
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,12 @@ def simulate(
         "recommended": recommended,
         "regret": regret,
     }
+    # Under `value` a certificate is of the value Zbar_k + b_k, as the regret is.
+    certificate_after = partial(
+        _certificate_after, trace=trace, batch_sums=np.asarray(batch_sums), n_examples=n_examples, prior=prior,
+        cell_var=cell_var, settings=certificate, row_means=row_means,
+        offsets=offsets if objective.name == "value" else None,
+    )
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
         "benchmark": benchmark.name,
@@ -316,11 +323,7 @@ def simulate(
         "best_mean": best,
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
-        # Under `value` the certificate is of the value Zbar_k + b_k, as the regret is.
-        "certificate": _certificate_after(
-            len(rows) - 1, trace, np.asarray(batch_sums), n_examples, prior, cell_var, certificate, row_means,
-            offsets if objective.name == "value" else None,
-        ),
+        "certificate": certificate_after(len(rows) - 1),
         "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
@@ -330,13 +333,7 @@ def simulate(
         positions = {f"{p}pct": _last_position(cost_pct, p) for p in REPORT_PERCENTS}
         positions["stop"] = None if stop_step is None else stop_step - 1
         summary["certificates"] = {
-            name: None if position is None else {
-                **_certificate_after(
-                    position, trace, np.asarray(batch_sums), n_examples, prior, cell_var, certificate, row_means,
-                    offsets if objective.name == "value" else None,
-                ),
-                "regret": float(regret[position]),
-            }
+            name: None if position is None else {**certificate_after(position), "regret": float(regret[position])}
             for name, position in positions.items()
         }
     if objective.name != "accuracy":
