@@ -20,8 +20,7 @@ import time
 import numpy as np
 
 from gittinseval import EvaluationProblem, GaussianPrior, GittinsPolicy, LearnedCellCost, simulate
-from gittinseval.core import gittins
-from gittinseval.core.roots import cost_grid, interpolated_root_schedule, root_schedule
+from gittinseval.core.roots import clear_root_caches, cost_grid, interpolated_root_schedule, root_schedule
 from gittinseval.data import load_gsm8k_zeroeval
 
 N_EXAMPLES, BATCH_SIZE, LAM = 1319, 8, 1e-4
@@ -73,8 +72,7 @@ def main() -> None:
 
     mode = LearnedCellCost(misguess_factor=5.0)
     for name, plan in (("true costs", None), ("5x off, learned", mode.plan(bench, 0))):
-        cost_grid._grid_table.cache_clear()
-        gittins._completed_root_table.cache_clear()
+        clear_root_caches()
         start = time.perf_counter()
         result = simulate(bench, GittinsPolicy(BATCH_SIZE, lam=LAM), bench.prices, prior, seed=0,
                           cell_costs=bench.cell_costs, cost_plan=plan)

@@ -31,8 +31,7 @@ import numpy as np
 from hydra import compose, initialize_config_dir
 
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.core.gittins import _completed_root_table
-from gittinseval.core.roots import root_schedule
+from gittinseval.core.roots import clear_root_caches, root_schedule
 from gittinseval.data import load_mmlu
 from gittinseval.sim.experiment import simulate_config
 
@@ -79,7 +78,7 @@ def main() -> None:
             ])
 
         def run(cfg=cfg) -> object:
-            _completed_root_table.cache_clear()  # every run computes its tables, as a fresh process does
+            clear_root_caches()  # every run computes its tables, as a fresh process does
             return simulate_config(cfg)
 
         for name, call in (("root tables", tables), ("whole run", run)):

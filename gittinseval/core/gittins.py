@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,33 +19,10 @@ from gittinseval.core.protocol import (
     excluding,
     optional_batch_size,
 )
-from gittinseval.core.roots import EmpiricalTargetChain, interpolated_root_schedule, root_schedule
+from gittinseval.core.roots import EmpiricalTargetChain, completed_root_table, interpolated_root_schedule
 from gittinseval.utils.validation import positive_finite_values, positive_float
 
 __all__ = ["GittinsPolicy"]
-
-
-@lru_cache(maxsize=256)
-def _completed_root_table(
-    n_examples: int,
-    batch_size: int,
-    prior_var: float,
-    costs: tuple[float, ...],
-    cell_var: float,
-    grid_points: int,
-    refine: bool,
-) -> np.ndarray:
-    """``[C, H + 1]`` read-only :func:`root_schedule` table with stage ``H`` (a completed arm) at 0.
-
-    Cached per process: the tables depend only on these settings, so the runs of one
-    sweep that share them (every seed of a subject and cost mode) compute them once.
-    """
-    roots = root_schedule(
-        n_examples, batch_size, prior_var, np.array(costs), cell_var=cell_var, grid_points=grid_points, refine=refine
-    )
-    table = np.concatenate([roots, np.zeros((len(costs), 1))], axis=1)
-    table.flags.writeable = False
-    return table
 
 
 class GittinsPolicy(Policy):
@@ -182,7 +158,7 @@ class GittinsPolicy(Policy):
         A completed arm has root 0, so its index is its full-row mean.
         """
         if grid_index not in self._tables:
-            self._tables[grid_index] = _completed_root_table(
+            self._tables[grid_index] = completed_root_table(
                 self.problem.n_examples,
                 self.resolved_batch_size,
                 float(prior_var),

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from gittinseval.core.certificate import DEFAULT_SAMPLES, CertificateSettings, ConfidenceStop, format_certificate
 from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.roots import clear_root_caches
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
 from gittinseval.utils.threads import job_threads, torch_threads
@@ -42,6 +43,7 @@ LATER_SETTINGS = {
     "stop_when": None,
     "objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05},
     "checkpoint_certificates": False,
+    "cold_start": False,
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -153,10 +155,14 @@ def simulate_config(cfg: DictConfig) -> RunResult:
     """The run of ``cfg``: benchmark, cost, prior and policy built from their ``_target_``, then simulated.
 
     Runs on ``cfg.threads`` torch threads (``null``: the job's CPUs, see
-    :func:`~gittinseval.utils.threads.job_threads`), which the summary records.  Saves and
+    :func:`~gittinseval.utils.threads.job_threads`), which the summary records.  With
+    ``cfg.cold_start`` the process's cached root tables are cleared first, so that the run
+    builds (and its wall time includes) its own.  Saves and
     logs nothing (:func:`run_experiment` does).
     """
     seed = non_negative_int("seed", cfg.seed)
+    if boolean("cold_start", cfg.get("cold_start", False)):
+        clear_root_caches()
     with torch_threads(job_threads(cfg.get("threads"))) as threads:
         benchmark = instantiate(cfg.benchmark)
         cost_model = instantiate(cfg.cost)

@@ -215,3 +215,19 @@ def test_a_learned_cost_run_records_its_plan_and_its_refreshes(tmp_path):
     summary = run_experiment(cfg, tmp_path).summary
     assert summary["cost_plan"] == "5x off for 50%, learned" and summary["cost_refreshes"] > 0
     assert summary["cost_mode"] == "per_cell" and summary["total_cost"] >= 0.01 * summary["exhaustive_cost"]
+
+
+def test_a_cold_start_run_builds_its_own_root_tables_and_stays_out_of_the_digest_at_its_default(tmp_path):
+    from gittinseval.core.roots import completed_root_table
+
+    job = ["benchmark=gsm8k", "cost=aware", "method=gittins_s", "logger=none", "budget=0.01", "seed=0"]
+    run_experiment(compose_config(*job), tmp_path / "first")
+    built = completed_root_table.cache_info().misses
+    run_experiment(compose_config(*job, "seed=1"), tmp_path / "warm")
+    warm = completed_root_table.cache_info()
+    assert warm.misses == built and warm.hits >= 1  # the same setting: the tables are reused
+    run_experiment(compose_config(*job, "seed=2", "cold_start=true"), tmp_path / "cold")
+    cold = completed_root_table.cache_info()  # cleared before the run (statistics too), then built anew
+    assert cold.hits == 0 and cold.misses >= 1 and cold.currsize == cold.misses
+    assert config_digest(compose_config(*job, "cold_start=false")) == config_digest(compose_config(*job))
+    assert config_digest(compose_config(*job, "cold_start=true")) != config_digest(compose_config(*job))

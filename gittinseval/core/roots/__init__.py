@@ -37,10 +37,13 @@ The public names are those of ``__all__``; the modules' other names are internal
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from gittinseval.core.roots import hermite, patch
 from gittinseval.core.roots.chain import EmpiricalTargetChain
-from gittinseval.core.roots.cost_grid import interpolated_root_schedule
+from gittinseval.core.roots.cost_grid import _grid_table, interpolated_root_schedule
 from gittinseval.core.roots.grid import chain_grids
 from gittinseval.core.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.core.roots.refined import refined_roots
@@ -49,6 +52,8 @@ from gittinseval.utils.validation import positive_finite_values, positive_int
 
 __all__ = [
     "EmpiricalTargetChain",
+    "clear_root_caches",
+    "completed_root_table",
     "expected_improvement",
     "gaussian_smoothing",
     "interpolated_root_schedule",
@@ -58,6 +63,19 @@ __all__ = [
 
 _SMALLEST_COST_RATIO = 1e-13
 """Smallest stage cost, relative to the chain's total sd, that double precision resolves."""
+
+
+def clear_root_caches() -> None:
+    """Forget every root table and interpolation basis this process has cached.
+
+    The runs of one sweep process share these caches, so only its first run of a setting
+    builds the tables; a timing study clears them before each run, so that every run's wall
+    time includes building its own (as the paper's timing runs do).
+    """
+    completed_root_table.cache_clear()
+    _grid_table.cache_clear()
+    hermite.padded_bases.cache_clear()
+    patch._strided_offsets.cache_clear()
 
 
 def root_schedule(
@@ -135,3 +153,26 @@ def root_schedule(
     with torch_threads(active_threads() if threads is None else threads):
         roots = (refined_roots if refine else plain_grid_roots)(origin, delta, sds, stage_costs, grid_points)
     return roots[0] if scalar else roots
+
+
+@functools.lru_cache(maxsize=256)
+def completed_root_table(
+    n_examples: int,
+    batch_size: int,
+    prior_var: float,
+    costs: tuple[float, ...],
+    cell_var: float,
+    grid_points: int,
+    refine: bool,
+) -> np.ndarray:
+    """``[C, H + 1]`` read-only :func:`root_schedule` table with stage ``H`` (a completed arm) at 0.
+
+    Cached per process: the tables depend only on these settings, so the runs of one
+    sweep that share them (every seed of a subject and cost mode) compute them once.
+    """
+    roots = root_schedule(
+        n_examples, batch_size, prior_var, np.array(costs), cell_var=cell_var, grid_points=grid_points, refine=refine
+    )
+    table = np.concatenate([roots, np.zeros((len(costs), 1))], axis=1)
+    table.flags.writeable = False
+    return table
