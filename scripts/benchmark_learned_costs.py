@@ -20,8 +20,9 @@ import time
 import numpy as np
 
 from gittinseval import EvaluationProblem, GaussianPrior, GittinsPolicy, LearnedCellCost, simulate
-from gittinseval.core.roots import clear_root_caches, cost_grid, interpolated_root_schedule, root_schedule
+from gittinseval.core.roots import cost_grid, interpolated_root_schedule, root_schedule
 from gittinseval.data import load_gsm8k_zeroeval
+from gittinseval.utils.caches import clear_run_shared_caches
 
 N_EXAMPLES, BATCH_SIZE, LAM = 1319, 8, 1e-4
 
@@ -72,7 +73,7 @@ def main() -> None:
 
     mode = LearnedCellCost(misguess_factor=5.0)
     for name, plan in (("true costs", None), ("5x off, learned", mode.plan(bench, 0))):
-        clear_root_caches()
+        clear_run_shared_caches()
         start = time.perf_counter()
         result = simulate(bench, GittinsPolicy(BATCH_SIZE, lam=LAM), bench.prices, prior, seed=0,
                           cell_costs=bench.cell_costs, cost_plan=plan)

@@ -31,9 +31,10 @@ import numpy as np
 from hydra import compose, initialize_config_dir
 
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.core.roots import clear_root_caches, root_schedule
+from gittinseval.core.roots import root_schedule
 from gittinseval.data import load_mmlu
 from gittinseval.sim.experiment import simulate_config
+from gittinseval.utils.caches import clear_run_shared_caches
 
 SPIN = "while True: pass"
 
@@ -78,7 +79,7 @@ def main() -> None:
             ])
 
         def run(cfg=cfg) -> object:
-            clear_root_caches()  # every run computes its tables, as a fresh process does
+            clear_run_shared_caches()  # every run computes its tables, as a fresh process does
             return simulate_config(cfg)
 
         for name, call in (("root tables", tables), ("whole run", run)):

@@ -30,9 +30,9 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.core.roots import clear_root_caches
 from gittinseval.data import load_mmlu, mmlu_subjects
 from gittinseval.sim.experiment import run_trials
+from gittinseval.utils.caches import clear_run_shared_caches
 
 SEEDS_PER_SUBJECT, CORES = 20, 2
 
@@ -52,10 +52,10 @@ def measure(settings: list[str], seeds: int, out: Path) -> tuple[float, float, f
     """CPU seconds per run as one job per run; of the first batched trial; of each later one."""
     start = time.process_time()
     for seed in range(seeds):
-        clear_root_caches()  # a fresh job starts without tables
+        clear_run_shared_caches()  # a fresh job starts without tables
         run_trials(compose_run(*settings, f"seed={seed}"), out / f"single_{seed}")
     single = (time.process_time() - start) / seeds
-    clear_root_caches()
+    clear_run_shared_caches()
     start = time.process_time()
     run_trials(compose_run(*settings, "seed=0"), out / "batched_first")
     first = time.process_time() - start

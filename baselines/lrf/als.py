@@ -14,12 +14,11 @@ subtracted by the compiled pass of :mod:`~baselines.lrf.compiled`.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import torch
 
 from baselines.lrf.compiled import dropped_rows_and_lines, subtract_dropped_terms
+from gittinseval.utils.caches import run_shared_cache
 
 
 class SideSolver:
@@ -103,7 +102,7 @@ class SideSolver:
         return product.view(-1).index_select(0, self.partner_elements[factor.shape[-1]])
 
 
-@functools.lru_cache(maxsize=8)
+@run_shared_cache(maxsize=8)
 def _partner_indices(
     pairing: str, members: int, rank: int, solved_length: int
 ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:

@@ -57,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--figures", choices=FIGURES, default="all",
-        help="draw every figure, only the benchmark families' regret figures (no wall-time figures), or none "
-        "(default: %(default)s)",
+        help="draw every figure, only the benchmark families' regret figures (families), only the wall-time "
+        "figures (timing), or none (default: %(default)s)",
     )
     return parser
 

@@ -47,7 +47,8 @@ include it:
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
 side by side, and ``timing_<cost mode>.png``, the wall times; ``"families"`` leaves out the
-timing figures and ``"none"`` every figure (tables alone take a fraction of a second).
+timing figures, ``"timing"`` keeps only them (a timing study's regret curves show nothing
+new) and ``"none"`` draws no figure (tables alone take a fraction of a second).
 
 Every SE, in the tables and the figures' bands, is clustered by seed
 (:mod:`gittinseval.results.stats`): the runs of one seed share its random draws on every
@@ -84,15 +85,20 @@ from gittinseval.sim.results_store import RunRow, load_rows
 __all__ = ["FIGURES", "draw_figures", "write_markdown", "write_report"]
 
 # Which figures a report draws: every one, the benchmark families' regret figures only, or none.
-FIGURES = ("all", "families", "none")
+FIGURES = ("all", "families", "timing", "none")
 
 
 def draw_figures(
-    families: dict[str, list[PanelTables]], out: Path, log_cost: bool = True, timing: bool = True, draw: bool = True
+    families: dict[str, list[PanelTables]],
+    out: Path,
+    log_cost: bool = True,
+    timing: bool = True,
+    draw: bool = True,
+    regret: bool = True,
 ) -> tuple[dict[str, Figure], list[Figure]]:
-    """Draw ``<family>.png`` per benchmark family (its cost modes' panels side by side, as in the
-    paper) and, with ``timing``, ``timing_<cost mode>.png`` (wall time per run of every method and
-    panel) into ``out``; without ``draw``, only name them.
+    """Draw, with ``regret``, ``<family>.png`` per benchmark family (its cost modes' panels side by
+    side, as in the paper) and, with ``timing``, ``timing_<cost mode>.png`` (wall time per run of
+    every method and panel) into ``out``; without ``draw``, only name them.
 
     Returns the family figures by family and the timing figures, in order of first appearance.
     """
@@ -104,9 +110,11 @@ def draw_figures(
             wall_times[panel.cost_mode][panel.family_title] = {
                 label: [run.summary["wall_time_s"] for run in runs] for label, runs in panel.curves.items()
             }
-            if draw:
+            if draw and regret:
                 curves = [aggregate_group(label, runs, log_grid=log_cost) for label, runs in panel.curves.items()]
                 figure_panels.append((f"{panel.cost_mode} cost", curves))
+        if not regret:
+            continue
         title = members[0].panel.family_title
         path = out / f"{family}.png"
         family_figures[family] = Figure(title, plot_panels(figure_panels, path, title, log_cost) if draw else path)
@@ -181,7 +189,7 @@ def write_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     family_figures, timing_figures = ({}, []) if figures == "none" else draw_figures(
-        by_family(tables), out, log_cost, timing=figures == "all", draw=draw
+        by_family(tables), out, log_cost, timing=figures in ("all", "timing"), draw=draw, regret=figures != "timing"
     )
     report = write_markdown(sources, tables, family_figures, timing_figures, out)
     certificates = certificate_cells([row.summary for row in runs])

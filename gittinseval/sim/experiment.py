@@ -15,9 +15,9 @@ from omegaconf import DictConfig, OmegaConf
 from gittinseval.core.certificate import DEFAULT_SAMPLES, CertificateSettings, ConfidenceStop, format_certificate
 from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
-from gittinseval.core.roots import clear_root_caches
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
+from gittinseval.utils.caches import clear_run_shared_caches
 from gittinseval.utils.threads import job_threads, torch_threads
 from gittinseval.utils.validation import ConfigError, boolean, non_negative_int, positive_int
 
@@ -156,13 +156,14 @@ def simulate_config(cfg: DictConfig) -> RunResult:
 
     Runs on ``cfg.threads`` torch threads (``null``: the job's CPUs, see
     :func:`~gittinseval.utils.threads.job_threads`), which the summary records.  With
-    ``cfg.cold_start`` the process's cached root tables are cleared first, so that the run
-    builds (and its wall time includes) its own.  Saves and
+    ``cfg.cold_start`` the caches that a process's runs share are cleared first
+    (:mod:`~gittinseval.utils.caches`), so that the run builds (and its wall time includes)
+    its own root tables and the like.  Saves and
     logs nothing (:func:`run_experiment` does).
     """
     seed = non_negative_int("seed", cfg.seed)
     if boolean("cold_start", cfg.get("cold_start", False)):
-        clear_root_caches()
+        clear_run_shared_caches()
     with torch_threads(job_threads(cfg.get("threads"))) as threads:
         benchmark = instantiate(cfg.benchmark)
         cost_model = instantiate(cfg.cost)

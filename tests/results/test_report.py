@@ -246,8 +246,11 @@ def test_the_figures_drawn_are_chosen(tmp_path):
     write_report([tmp_path / "sweep"], tmp_path / "none", figures="none")
     assert not list((tmp_path / "none").glob("*.png"))
     assert "![" not in (tmp_path / "none" / "report.md").read_text()
-    with pytest.raises(ValueError, match="figures must be one of all, families, none"):
-        write_report([tmp_path / "sweep"], tmp_path / "bad", figures="timing")
+    write_report([tmp_path / "sweep"], tmp_path / "timing", figures="timing")
+    assert sorted(path.name for path in (tmp_path / "timing").glob("*.png")) == ["timing_unit.png"]
+    assert "toy.png" not in (tmp_path / "timing" / "report.md").read_text()
+    with pytest.raises(ValueError, match="figures must be one of all, families, timing, none"):
+        write_report([tmp_path / "sweep"], tmp_path / "bad", figures="regret")
 
 
 def test_curves_of_a_swept_setting_are_in_numeric_order():

@@ -37,22 +37,19 @@ The public names are those of ``__all__``; the modules' other names are internal
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from gittinseval.core.roots import hermite, patch
 from gittinseval.core.roots.chain import EmpiricalTargetChain
-from gittinseval.core.roots.cost_grid import _grid_table, interpolated_root_schedule
+from gittinseval.core.roots.cost_grid import interpolated_root_schedule
 from gittinseval.core.roots.grid import chain_grids
 from gittinseval.core.roots.plain import expected_improvement, gaussian_smoothing, plain_grid_roots
 from gittinseval.core.roots.refined import refined_roots
+from gittinseval.utils.caches import run_shared_cache
 from gittinseval.utils.threads import active_threads, torch_threads
 from gittinseval.utils.validation import positive_finite_values, positive_int
 
 __all__ = [
     "EmpiricalTargetChain",
-    "clear_root_caches",
     "completed_root_table",
     "expected_improvement",
     "gaussian_smoothing",
@@ -63,19 +60,6 @@ __all__ = [
 
 _SMALLEST_COST_RATIO = 1e-13
 """Smallest stage cost, relative to the chain's total sd, that double precision resolves."""
-
-
-def clear_root_caches() -> None:
-    """Forget every root table and interpolation basis this process has cached.
-
-    The runs of one sweep process share these caches, so only its first run of a setting
-    builds the tables; a timing study clears them before each run, so that every run's wall
-    time includes building its own (as the paper's timing runs do).
-    """
-    completed_root_table.cache_clear()
-    _grid_table.cache_clear()
-    hermite.padded_bases.cache_clear()
-    patch._strided_offsets.cache_clear()
 
 
 def root_schedule(
@@ -155,7 +139,7 @@ def root_schedule(
     return roots[0] if scalar else roots
 
 
-@functools.lru_cache(maxsize=256)
+@run_shared_cache(maxsize=256)
 def completed_root_table(
     n_examples: int,
     batch_size: int,

@@ -13,10 +13,10 @@ share them.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
+from gittinseval.utils.caches import run_shared_cache
 from gittinseval.utils.validation import positive_finite_values
 
 __all__ = ["GRID_STEPS_PER_DOUBLING", "interpolated_root_schedule"]
@@ -26,7 +26,7 @@ GRID_STEPS_PER_DOUBLING = 8
 _SPACING = math.log(2.0) / GRID_STEPS_PER_DOUBLING
 
 
-@lru_cache(maxsize=2048)
+@run_shared_cache(maxsize=2048)
 def _grid_table(n_examples: int, batch_size: int, prior_var: float, point: int, cell_var: float,
                 grid_points: int, refine: bool) -> np.ndarray:
     """``[H]`` read-only roots at the grid cost ``exp(point * h)``, computed alone (a table computed in a

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from gittinseval.core.roots.grid import differences
+from gittinseval.utils.caches import run_shared_cache
 
 
 def quintic_hermite(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvature: np.ndarray,
@@ -38,7 +37,7 @@ def hermite_cells(ends: np.ndarray, value: np.ndarray, slope: np.ndarray, curvat
     return np.matmul(coefficients, basis)
 
 
-@functools.lru_cache(maxsize=256)
+@run_shared_cache(maxsize=256)
 def padded_bases(strides: tuple[int, ...]) -> np.ndarray:
     """``[R, 6, S]``: row ``r`` holds ``H_0 .. H_5`` of :func:`quintic_hermite` at ``t = 0, 1 / s, ..., (s - 1) / s``
     for ``s = strides[r]``, padded to ``S = max(strides)``.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from gittinseval.core.roots.grid import differences
 from gittinseval.core.roots.hermite import hermite_cells, padded_bases
 from gittinseval.core.roots.smoothing import TAIL, HingeSum, curvature_width
+from gittinseval.utils.caches import run_shared_cache
 
 PATCH_CELLS = 5
 """Grid cells, from the one holding the root up, on which ``W`` is kept exactly."""
@@ -178,7 +178,7 @@ def _strided_patch_values(terms: HingeSum, origin, low, high, delta, stride) -> 
     return _strided_offsets(strides, intervals), values.reshape(values.shape[0], -1)
 
 
-@functools.lru_cache(maxsize=256)
+@run_shared_cache(maxsize=256)
 def _strided_offsets(strides: tuple[int, ...], intervals: int) -> np.ndarray:
     """``[R, K S]`` offsets of the layout of :func:`_strided_patch_values`: ``k s_r + j`` for ``j < s_r``, the
     padding (``s_r <= j < S``) at a sentinel beyond every window.  Cached like :func:`padded_bases`.

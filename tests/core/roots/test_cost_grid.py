@@ -35,18 +35,3 @@ def test_at_a_grid_cost_the_interpolation_is_the_grid_table():
         rtol=1e-12, atol=1e-15,
     )
 
-
-def test_clear_root_caches_empties_every_cached_table_and_the_tables_come_back_equal():
-    from gittinseval.core.roots import clear_root_caches, completed_root_table, cost_grid, hermite, patch
-
-    costs = np.array([3e-4, 1.1e-3])
-    interpolated = interpolated_root_schedule(60, 3, 0.02, costs)
-    completed = completed_root_table(60, 3, 0.02, tuple(costs), 0.25, 1025, True)
-    caches = (completed_root_table, cost_grid._grid_table, hermite.padded_bases, patch._strided_offsets)
-    assert all(cache.cache_info().currsize > 0 for cache in caches)
-    clear_root_caches()
-    assert all(cache.cache_info().currsize == 0 for cache in caches)
-    np.testing.assert_array_equal(interpolated_root_schedule(60, 3, 0.02, costs), interpolated)
-    np.testing.assert_array_equal(completed_root_table(60, 3, 0.02, tuple(costs), 0.25, 1025, True), completed)
-    np.testing.assert_array_equal(completed[:, :-1], root_schedule(60, 3, 0.02, costs))
-    assert np.all(completed[:, -1] == 0)
