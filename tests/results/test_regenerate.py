@@ -80,7 +80,7 @@ def test_a_bad_manifest_is_named(tmp_path, capsys):
     (tmp_path / "nowhere.parquet").write_bytes(b"")
     for options, error in (
         ("{mmlu_panel: size}", "unknown keys ['mmlu_panel']"),
-        ("{figures: timing}", "figures must be one of all, families, none, got 'timing'"),
+        ("{figures: regret}", "figures must be one of all, families, timing, none, got 'regret'"),
         ("{store: elsewhere}", f"nowhere: no store {tmp_path / 'elsewhere.parquet'}"),
     ):
         (tmp_path / "reports.yaml").write_text(f"nowhere: {options}\n")
