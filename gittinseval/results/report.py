@@ -84,7 +84,8 @@ from gittinseval.sim.results_store import RunRow, load_rows
 
 __all__ = ["FIGURES", "draw_figures", "write_markdown", "write_report"]
 
-# Which figures a report draws: every one, the benchmark families' regret figures only, or none.
+# Which figures a report draws: every one, the benchmark families' regret figures only, the
+# wall-time figures only (a timing store), or none.
 FIGURES = ("all", "families", "timing", "none")
 
 
