@@ -98,6 +98,20 @@ def _family(run: RunRow, mmlu_panels: str) -> tuple[str, str]:
     return family.replace("/", "_"), family
 
 
+def _single_subject_names(
+    grouped: dict[tuple[str, str], list[RunRow]], names: dict[tuple[str, str], tuple[str, bool]]
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    """The names of the MMLU size panels whose runs are all on one subject, naming it
+    (``MMLU small: abstract_algebra``): "small subjects" would claim a group of them."""
+    renamed = {}
+    for key, members in grouped.items():
+        subjects = {(run.summary.get("benchmark_details") or {}).get("subject") for run in members}
+        if key[0].startswith("mmlu_") and len(subjects) == 1 and None not in subjects:
+            size = (members[0].summary["benchmark_details"])["size"]
+            renamed[key] = (f"MMLU {size}: {subjects.pop()}", names[key][1])
+    return renamed
+
+
 def _curve_label(run: RunRow, varying: set[str]) -> str:
     parts = [run.summary["label"]]
     parts += [f"{symbol}={run.summary.get(key)}" for key, symbol in SWEPT_SETTINGS if key in varying]
@@ -128,6 +142,8 @@ def panels(runs: list[RunRow], mmlu_panels: str = "bucket") -> list[Panel]:
         key = (family, run.summary["cost_mode"])
         grouped[key].append(run)
         names[key] = (name, bool(run.summary.get("stand_in")))
+    if mmlu_panels == "size":
+        names.update(_single_subject_names(grouped, names))
     result = []
     for (family, cost_mode), members in grouped.items():
         values: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))

@@ -195,6 +195,18 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
     assert overview["runs"] == "GittinsEval-EB 9, GittinsEval-S 8"
 
 
+def test_a_size_panel_on_one_subject_names_it_and_one_on_several_says_subjects():
+    def run_on(subject, size):
+        return fake_run(f"mmlu/{subject}", "UCB-E", [1.0, 2.0], [0.2, 0.1],
+                        details={"difficulty": "hard", "size": size, "subject": subject})
+
+    runs = [run_on("abstract_algebra", "small"), run_on("abstract_algebra", "small"),
+            run_on("moral_scenarios", "large"), run_on("professional_law", "large")]
+    small, large = panels(rows(runs), mmlu_panels="size")
+    assert (small.key, small.name) == ("mmlu_small_unit", "MMLU small: abstract_algebra")
+    assert (large.key, large.name) == ("mmlu_large_unit", "MMLU large subjects")
+
+
 def test_values_of_one_seed_have_no_se():
     runs = [fake_run(f"mmlu/{s}", "UCB-E", [1.0, 2.0], [0.2, 0.1], details={"difficulty": "hard", "size": "small",
                                                                            "subject": s}) for s in "ab"]
