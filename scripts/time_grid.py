@@ -2,6 +2,8 @@
 
     python scripts/time_grid.py [--out outputs/time_grid.json] [--policies gittins,ucbe,...]
     python scripts/time_grid.py --mmlu-experiment paper/mmlu_buckets   # that experiment's MMLU subjects only
+    python scripts/time_grid.py --mmlu-experiment paper/mmlu_subjects --from-store docs/results/timing.parquet \
+        --skip-stored docs/results/mmlu_subjects.parquet docs/results/mmlu_buckets.parquet
 
 The grid (paper, Sec. 5 and App. C): every policy on MMLU (57 subjects x 20 seeds), GSM8K and
 PIQA (5 matrices x 20 seeds each) and AlpacaEval (20 seeds; PromptEval-BAI left out), unit
@@ -20,6 +22,13 @@ budgets and extended to the 10% budget's step count; an MMLU bucket then costs t
 representative's time x (sum of N^2) / N^2 (steps and the per-step fit both grow with N).  BO runs are
 taken as they are (their time depends on the configuration count, 1500 for every MMLU
 subject).  GSM8K stands in for PIQA (1000 examples each).
+
+``--from-store STORE`` (a timing store, e.g. docs/results/timing.parquet) runs nothing: each
+method's time on a size group is the mean wall time of its stored runs on that group's
+subject (every seed and both cost modes; one-thread runs, so wall is close to CPU), and
+the MMLU grid alone is estimated.  ``--skip-stored STORE...`` also prints what is left to
+run: a subject's runs already in those stores (20 seeds x 2 cost modes at most) leave the
+estimate, as the sweep skips them.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import mean
 
@@ -35,6 +45,7 @@ from hydra import compose, initialize_config_dir
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.data.mmlu import _subject_table, mmlu_subjects
 from gittinseval.sim.experiment import simulate_config
+from gittinseval.sim.results_store import read_store
 
 REPRESENTATIVE = {"small": "management", "medium": "conceptual_physics", "large": "high_school_psychology"}
 BANDITS = ["gittins_G", "gittins_S", "ucbe", "sysrs", "prompteval"]
@@ -58,11 +69,67 @@ def run_time(benchmark: list[str], policy: str, seed: int, cost: str, budget: fl
     return {"cpu_s": cpu_s, "n_steps": summary["n_steps"], "n_examples": summary["n_examples"]}
 
 
+def method_of(summary: dict) -> str:
+    """The policy name this script uses for a stored run (GittinsEval's by its prior)."""
+    if summary["policy"] == "gittins":
+        return {"general": "gittins_G", "specific": "gittins_S"}[summary["prior"]]
+    return summary["policy"]
+
+
+def stored_mmlu_runs(stores: list[Path]) -> list[dict]:
+    """The summaries of the MMLU runs in ``stores``."""
+    return [row.summary for store in stores for row in read_store(store)
+            if row.summary["benchmark"].startswith("mmlu/")]
+
+
+def store_times(store: Path, table: dict[str, dict[str, str]]) -> dict[str, dict]:
+    """``{"<policy>/mmlu_<size>": {"run_s", "n_examples", "subject", "runs"}}``: the mean wall time of
+    the stored runs of each policy on each size group's subject (one subject per group)."""
+    times: dict[str, list[float]] = defaultdict(list)
+    subjects: dict[str, set[str]] = defaultdict(set)
+    for summary in stored_mmlu_runs([store]):
+        subject = summary["benchmark"].removeprefix("mmlu/")
+        key = f"{method_of(summary)}/mmlu_{table[subject]['size']}"
+        times[key].append(summary["wall_time_s"])
+        subjects[key].add(subject)
+    for key, names in subjects.items():
+        if len(names) != 1:
+            raise ValueError(f"{store} holds {key} on {len(names)} subjects ({', '.join(sorted(names))}): "
+                             "a timing store has one subject per size group")
+    return {key: {"run_s": mean(times[key]), "n_examples": int(table[next(iter(subjects[key]))]["n_examples"]),
+                  "subject": next(iter(subjects[key])), "runs": len(times[key])} for key in times}
+
+
 def experiment_subjects(experiment: str) -> list[str]:
     """The MMLU subjects an experiment file sweeps (``hydra.sweeper.params['benchmark.subject']``)."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
     return str(cfg.hydra.sweeper.params["benchmark.subject"]).split(",")
+
+
+def measure(policy: str, key: str, overrides: list[str]) -> dict:
+    """Time ``policy`` on one benchmark of the grid: ``{"run_s", "n_examples", ...}``, one run's CPU seconds."""
+    if policy == "lrf" and key in ("mmlu_medium", "mmlu_large"):
+        # Too slow to run whole here: time the steps after the 5% warm-up between two short budgets.
+        short, longer = (run_time(overrides, policy, 0, "aware", budget) for budget in (0.051, 0.053))
+        per_step = (longer["cpu_s"] - short["cpu_s"]) / (longer["n_steps"] - short["n_steps"])
+        n_examples = short["n_examples"]
+        run = short["cpu_s"] + per_step * (0.10 - 0.051) * 1500 * n_examples / 32
+        return {"per_step_s": per_step, "run_s": run, "n_examples": n_examples}
+    if policy == "lrf":
+        whole = run_time(overrides, policy, 0, "aware")
+        return {"run_s": whole["cpu_s"], "n_examples": whole["n_examples"]}
+    runs = [run_time(overrides, policy, seed, cost) for seed, cost in SEEDS_AND_COSTS]
+    return {"run_s": mean(r["cpu_s"] for r in runs), "n_examples": runs[0]["n_examples"]}
+
+
+def subject_scale(policy: str, n_examples: int, measured_examples: int) -> float:
+    """A subject's run time over its size group's measured run (the module docstring's model)."""
+    if policy in BO:
+        return 1.0
+    if policy == "lrf":
+        return n_examples**2 / measured_examples**2
+    return n_examples / measured_examples
 
 
 def main() -> None:
@@ -71,59 +138,56 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join([*BANDITS, "lrf", *BO]))
     parser.add_argument("--mmlu-experiment", help="estimate only this experiment's MMLU subjects, e.g. "
                         "paper/mmlu_buckets (its sweep's subject list; 20 seeds x 2 cost modes each)")
+    parser.add_argument("--from-store", type=Path, help="take each method's time per MMLU size group from this "
+                        "timing store's runs instead of running it (MMLU only)")
+    parser.add_argument("--skip-stored", type=Path, nargs="+", default=[], help="also estimate what is left to "
+                        "run: the MMLU runs already in these stores are skipped")
     args = parser.parse_args()
     policies = args.policies.split(",")
     table = _subject_table()
     subjects = experiment_subjects(args.mmlu_experiment) if args.mmlu_experiment else mmlu_subjects()
     sizes = {table[s]["size"] for s in subjects}
-    bucket_examples = {size: sum(int(table[s]["n_examples"]) for s in subjects if table[s]["size"] == size)
-                       for size in sizes}
     benchmarks = {f"mmlu_{size}": ["benchmark=mmlu", f"benchmark.subject={subject}"]
                   for size, subject in REPRESENTATIVE.items() if size in sizes}
-    if not args.mmlu_experiment:
+    if not (args.mmlu_experiment or args.from_store):
         benchmarks |= {"gsm8k": ["benchmark=gsm8k"], "alpacaeval_paper": ["benchmark=alpacaeval_paper"]}
+    from_store = store_times(args.from_store, table) if args.from_store else {}
+    stored = Counter((method_of(summary), summary["benchmark"].removeprefix("mmlu/"))
+                     for summary in stored_mmlu_runs(args.skip_stored))
 
     seconds: dict[str, float] = {}  # policy -> extrapolated CPU seconds of its share of the grid
+    remaining: dict[str, float] = {}  # policy -> the same, without the runs in --skip-stored
     measured: dict[str, dict] = {}
     for policy in policies:
-        total = 0.0
+        seconds[policy] = remaining[policy] = 0.0
         for key, overrides in benchmarks.items():
             if policy == "prompteval" and key == "alpacaeval_paper":
                 continue
-            if policy == "lrf" and key in ("mmlu_medium", "mmlu_large"):
-                # Too slow to run whole here: time the steps after the 5% warm-up between two short budgets.
-                short, longer = (run_time(overrides, policy, 0, "aware", budget) for budget in (0.051, 0.053))
-                per_step = (longer["cpu_s"] - short["cpu_s"]) / (longer["n_steps"] - short["n_steps"])
-                n_examples = short["n_examples"]
-                run = short["cpu_s"] + per_step * (0.10 - 0.051) * 1500 * n_examples / 32
-                measured[f"{policy}/{key}"] = {"per_step_s": per_step, "run_s": run, "n_examples": n_examples}
-            elif policy == "lrf":
-                whole = run_time(overrides, policy, 0, "aware")
-                run, n_examples = whole["cpu_s"], whole["n_examples"]
-                measured[f"{policy}/{key}"] = {"run_s": run, "n_examples": n_examples}
+            if args.from_store:
+                if f"{policy}/{key}" not in from_store:
+                    raise ValueError(f"{args.from_store} has no {policy} run on {key}")
+                measured[f"{policy}/{key}"] = from_store[f"{policy}/{key}"]
             else:
-                runs = [run_time(overrides, policy, seed, cost) for seed, cost in SEEDS_AND_COSTS]
-                run = mean(r["cpu_s"] for r in runs)
-                n_examples = runs[0]["n_examples"]
-                measured[f"{policy}/{key}"] = {"run_s": run, "n_examples": n_examples}
+                measured[f"{policy}/{key}"] = measure(policy, key, overrides)
+            run, n_examples = measured[f"{policy}/{key}"]["run_s"], measured[f"{policy}/{key}"]["n_examples"]
             if key.startswith("mmlu"):
-                size = key.removeprefix("mmlu_")
-                scale = bucket_examples[size] / n_examples
-                if policy == "lrf":
-                    scale = sum(int(table[s]["n_examples"]) ** 2 for s in subjects
-                                if table[s]["size"] == size) / n_examples**2
-                if policy in BO:
-                    scale = sum(table[s]["size"] == size for s in subjects)
-                total += run * scale * RUNS_PER_MMLU_SUBJECT
-            elif key == "gsm8k":
-                total += run * (RUNS_PER_OTHER["gsm8k"] + RUNS_PER_OTHER["piqa"])
+                for subject in subjects:
+                    if f"mmlu_{table[subject]['size']}" == key:
+                        per_run = run * subject_scale(policy, int(table[subject]["n_examples"]), n_examples)
+                        seconds[policy] += per_run * RUNS_PER_MMLU_SUBJECT
+                        left = max(RUNS_PER_MMLU_SUBJECT - stored[policy, subject], 0)
+                        remaining[policy] += per_run * left
             else:
-                total += run * RUNS_PER_OTHER[key]
-        seconds[policy] = total
-        print(f"== {policy}: {total / 3600:.2f} CPU-hours for its share of the grid", flush=True)
-    print(f"== grid: {sum(seconds.values()) / 3600:.1f} CPU-hours", flush=True)
+                runs = RUNS_PER_OTHER["gsm8k"] + RUNS_PER_OTHER["piqa"] if key == "gsm8k" else RUNS_PER_OTHER[key]
+                seconds[policy] += run * runs
+                remaining[policy] += run * runs
+        left = f", {remaining[policy] / 3600:.2f} of them not in the stores" if args.skip_stored else ""
+        print(f"== {policy}: {seconds[policy] / 3600:.2f} CPU-hours for its share of the grid{left}", flush=True)
+    left = f", {sum(remaining.values()) / 3600:.1f} of them not in the stores" if args.skip_stored else ""
+    print(f"== grid: {sum(seconds.values()) / 3600:.1f} CPU-hours{left}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"measured": measured, "cpu_seconds": seconds}, indent=1))
+    args.out.write_text(json.dumps({"measured": measured, "cpu_seconds": seconds,
+                                    "remaining_cpu_seconds": remaining}, indent=1))
 
 
 if __name__ == "__main__":
