@@ -44,6 +44,7 @@ LATER_SETTINGS = {
     "objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05},
     "checkpoint_certificates": False,
     "cold_start": False,
+    "record_arm_spend": False,
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -186,6 +187,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             objective=Objective.from_config(cfg.get("objective")),
             cost_plan=cost_model.plan(benchmark, seed),
             checkpoint_certificates=boolean("checkpoint_certificates", cfg.get("checkpoint_certificates", False)),
+            record_arm_spend=boolean("record_arm_spend", cfg.get("record_arm_spend", False)),
         )
     result.summary["threads"] = threads
     return result

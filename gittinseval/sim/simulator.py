@@ -121,6 +121,7 @@ def simulate(
     objective: Objective | None = None,
     cost_plan: CostPlan | None = None,
     checkpoint_certificates: bool = False,
+    record_arm_spend: bool = False,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
 
@@ -142,6 +143,9 @@ def simulate(
     of the exhaustive cost (``"1pct"``, ..., as ``regret_at_*``) and at the policy's stopping
     signal (``"stop"``), each with ``true_mean`` and the recommendation's ``regret``: what a
     calibration study of the certificate needs (``None`` where there is no such batch).
+    With ``record_arm_spend`` the summary's ``arm_spend`` maps each reported share
+    (``"1pct"``, ...) to the ``[K]`` spend on each arm over the batches at or below it:
+    where the money went, which a results store (it keeps no traces) can then show.
 
     Args:
         benchmark: the complete response matrix.
@@ -335,6 +339,13 @@ def simulate(
         summary["certificates"] = {
             name: None if position is None else {**certificate_after(position), "regret": float(regret[position])}
             for name, position in positions.items()
+        }
+    if record_arm_spend:
+        batch_spend = np.diff(spend, prepend=0.0)
+        batches = {p: 1 + (-1 if (last := _last_position(cost_pct, p)) is None else last) for p in REPORT_PERCENTS}
+        summary["arm_spend"] = {
+            f"{p}pct": np.bincount(arms[:n], weights=batch_spend[:n], minlength=n_arms).tolist()
+            for p, n in batches.items()
         }
     if objective.name != "accuracy":
         qualified = None if choice is None else choice.qualified

@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from gittinseval import RunResult
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.results.callbacks import sweep_size
 from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
@@ -160,6 +161,22 @@ def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stor
     assert config_digest(cfg) in stored
     for setting in ("certificate.level=0.9", "certificate.eps=0.02", "+stop_when.prob_eps_best=0.9"):
         assert config_digest(compose_config(*job, setting)) not in stored, setting
+
+
+def test_record_arm_spend_puts_each_arms_spend_in_the_summary_and_stays_out_of_the_digest_at_its_default(tmp_path):
+    job = ["benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_s", "logger=none", "budget=0.02", "seed=1"]
+    run_experiment(compose_config(*job, "record_arm_spend=true"), tmp_path / "recorded")
+    summary = json.loads((tmp_path / "recorded" / "summary.json").read_text())
+    spend = summary["arm_spend"]
+    assert set(spend) == {"1pct", "2pct", "5pct", "10pct"} and len(spend["2pct"]) == summary["n_arms"]
+    # The run ends at its 2 % budget: its last batch crosses it, so the 2 % account is the
+    # total less that batch, and the 5 and 10 % accounts are the whole spend.
+    trace = RunResult.load(tmp_path / "recorded").trace
+    last_batch = trace["cost"][-1] - trace["cost"][-2]
+    assert sum(spend["2pct"]) == pytest.approx(summary["total_cost"] - last_batch)
+    assert sum(spend["10pct"]) == pytest.approx(summary["total_cost"]) and spend["5pct"] == spend["10pct"]
+    assert config_digest(compose_config(*job, "record_arm_spend=false")) == config_digest(compose_config(*job))
+    assert config_digest(compose_config(*job, "record_arm_spend=true")) != config_digest(compose_config(*job))
 
 
 def test_a_simulated_run_logs_its_certificate_and_records_the_confidence_stop(tmp_path, caplog):

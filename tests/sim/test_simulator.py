@@ -271,6 +271,47 @@ def test_checkpoint_certificates_certify_the_data_up_to_each_reported_share_and_
     assert "certificates" not in plain.summary and plain.summary["certificate"] == summary["certificate"]
 
 
+class RequestRecordingGittins(GittinsPolicy):
+    """GittinsEval that keeps every request it observed (arm and example ids)."""
+
+    def reset(self, problem, rng):
+        super().reset(problem, rng)
+        self.requests = []
+
+    def observe(self, request, scores):
+        super().observe(request, scores)
+        self.requests.append((request.arm, np.array(request.examples)))
+
+
+def test_arm_spend_is_what_each_arm_was_charged_up_to_each_reported_share(benchmark):
+    rng = np.random.default_rng(5)
+    cell_costs = benchmark.prices[:, None] * rng.uniform(0.2, 1.8, size=benchmark.scores.shape)
+    cell_costs *= (benchmark.n_examples * benchmark.prices / cell_costs.sum(axis=1))[:, None]
+    policy = RequestRecordingGittins(batch_size=4, lam=1e-4)
+    result = simulate(benchmark, policy, benchmark.prices, GaussianPrior(), budget_fraction=0.12, seed=2,
+                      cell_costs=cell_costs, record_arm_spend=True)
+    exhaustive = benchmark.n_examples * benchmark.prices.sum()
+    # Brute force: walk the requests, charging each cell its own cost, and close each share's
+    # account after the last batch whose cumulative cost is at most that share.
+    expected = {}
+    spent, by_arm = 0.0, np.zeros(benchmark.n_arms)
+    for arm, examples in policy.requests:
+        batch = sum(cell_costs[arm, j] for j in examples)
+        for percent in (1, 2, 5, 10):
+            if 100 * (spent + batch) / exhaustive > percent + 1e-9 and percent not in expected:
+                expected[percent] = by_arm.copy()
+        spent += batch
+        by_arm[arm] += batch
+    assert sorted(expected) == [1, 2, 5, 10]  # the run goes past 10 %, so every share closed
+    for percent, spend in expected.items():
+        np.testing.assert_allclose(result.summary["arm_spend"][f"{percent}pct"], spend, rtol=1e-12, atol=1e-15)
+    assert len(result.summary["arm_spend"]["10pct"]) == benchmark.n_arms
+    without = simulate(benchmark, GittinsPolicy(batch_size=4, lam=1e-4), benchmark.prices, GaussianPrior(),
+                       budget_fraction=0.12, seed=2, cell_costs=cell_costs)
+    assert "arm_spend" not in without.summary
+    np.testing.assert_array_equal(without.trace["arm"], result.trace["arm"])
+
+
 def test_the_certificate_takes_its_settings_and_a_complete_arm_is_known_exactly():
     bench = binary_benchmark(6, 40, seed=2)
     settings = CertificateSettings(level=0.8, eps=0.05, samples=512)
