@@ -43,6 +43,9 @@ include it:
   coverage of its credible interval (the share of runs whose interval holds the
   recommended arm's full-benchmark mean, which a simulation knows); also at the end of
   ``report.md``;
+- ``spend.md``, for runs that record each arm's spend (``record_arm_spend``): per curve,
+  the mean share of a run's spend to 10 % on the arms its seed's plan guessed cheap or dear
+  and on the best arms (:mod:`gittinseval.results.spend`); also at the end of ``report.md``;
 - ``report.md``: every table, with the figures.
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
@@ -64,6 +67,7 @@ from pathlib import Path
 from gittinseval.results.curves import aggregate_group
 from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
+from gittinseval.results.spend import spend_cells
 from gittinseval.results.tables import (
     Figure,
     calibration_cells,
@@ -199,6 +203,12 @@ def write_report(
         (out / "certificate.md").write_text(table)
         with report.open("a") as text:
             text.write("\n## How sure the final recommendations were\n\n" + table)
+    spend = spend_cells([row.summary for row in runs])
+    if spend:
+        table = markdown_table(spend)
+        (out / "spend.md").write_text(table)
+        with report.open("a") as text:
+            text.write("\n## Where the money went\n\n" + table)
     write_calibration([row.summary for row in runs], out, report)
     return report
 

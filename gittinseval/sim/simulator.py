@@ -144,8 +144,10 @@ def simulate(
     signal (``"stop"``), each with ``true_mean`` and the recommendation's ``regret``: what a
     calibration study of the certificate needs (``None`` where there is no such batch).
     With ``record_arm_spend`` the summary's ``arm_spend`` maps each reported share
-    (``"1pct"``, ...) to the ``[K]`` spend on each arm over the batches at or below it:
-    where the money went, which a results store (it keeps no traces) can then show.
+    (``"1pct"``, ...) to the ``[K]`` spend on each arm over the batches at or below it, with
+    ``arm_means`` (``[K]`` the full-benchmark means the regret is of) and, under a ``cost_plan``,
+    ``arm_planned_over_true`` (``[K]`` the plan's starting guess over the true expected costs):
+    where the money went and on which arms, which a results store (it keeps no traces) can show.
 
     Args:
         benchmark: the complete response matrix.
@@ -347,6 +349,9 @@ def simulate(
             f"{p}pct": np.bincount(arms[:n], weights=batch_spend[:n], minlength=n_arms).tolist()
             for p, n in batches.items()
         }
+        summary["arm_means"] = row_means.tolist()
+        if cost_plan is not None:
+            summary["arm_planned_over_true"] = (np.asarray(cost_plan.guess, dtype=np.float64) / costs).tolist()
     if objective.name != "accuracy":
         qualified = None if choice is None else choice.qualified
         summary["objective"] = {**objective.as_dict(), "qualified": qualified}

@@ -1,0 +1,62 @@
+"""Where the money went: spend shares of the runs that record each arm's spend (``record_arm_spend``).
+
+For a run with ``arm_spend`` ``s [K]`` up to ``p`` % of the exhaustive cost, the share of
+its spend on a group ``G`` of arms is ``sum_{k in G} s_k / sum_k s_k``.  Three groups:
+
+- *guessed cheap* / *guessed dear*: the arms whose planned cost started below / above their
+  true expected cost (``arm_planned_over_true`` < 1 / > 1) in the misguessed plan of the
+  run's seed.  Every run of that seed is measured on the same arms, whatever its own plan,
+  so that a run planned at the true costs shows what those arms get when the guess is right;
+- *the T best*: the ``T`` arms of the largest ``arm_means``.
+
+One row per curve (label and cost plan): the mean share over its runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["TOP_ARMS", "spend_cells"]
+
+TOP_ARMS = 6
+
+
+def _misguessed_arms(summaries: Sequence[dict]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per seed, the (cheap, dear) arm ids of its misguessed plans, which must agree."""
+    groups: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for summary in summaries:
+        ratio = np.asarray(summary.get("arm_planned_over_true") or [], dtype=np.float64)
+        if not np.any(ratio != 1.0):
+            continue
+        found = (np.flatnonzero(ratio < 1.0), np.flatnonzero(ratio > 1.0))
+        seed = summary["seed"]
+        if seed in groups and not all(np.array_equal(a, b) for a, b in zip(groups[seed], found, strict=True)):
+            raise ValueError(f"the runs of seed {seed} misguess different arms: their spend shares do not compare")
+        groups[seed] = found
+    return groups
+
+
+def spend_cells(summaries: Sequence[dict], percent: int = 10, top: int = TOP_ARMS) -> list[dict[str, str]]:
+    """The rows of the spend-share table of the ``summaries`` that have ``arm_spend`` (none: ``[]``)."""
+    recorded = [summary for summary in summaries if summary.get("arm_spend")]
+    misguessed = _misguessed_arms(recorded)
+    shares: dict[str, list[list[float]]] = defaultdict(list)
+    for summary in recorded:
+        spend = np.asarray(summary["arm_spend"][f"{percent}pct"], dtype=np.float64)
+        best = np.argsort(-np.asarray(summary["arm_means"]), kind="stable")[:top]
+        cheap, dear = misguessed.get(summary["seed"], (None, None))
+        total = spend.sum()
+        values = [np.nan if group is None or total == 0 else spend[group].sum() / total for group in (cheap, dear)]
+        values.append(spend[best].sum() / total if total > 0 else np.nan)
+        plan = summary.get("cost_plan")
+        shares[summary["label"] + (f", costs {plan}" if plan else "")].append(values)
+    rows = []
+    for curve, values in sorted(shares.items()):
+        table = np.asarray(values)
+        cells = ["–" if np.isnan(column).any() else f"{column.mean():.3f}" for column in table.T]
+        rows.append({f"share of the spend to {percent} %": curve, "guessed cheap": cells[0],
+                     "guessed dear": cells[1], f"the {top} best": cells[2], "runs": str(len(values))})
+    return rows
