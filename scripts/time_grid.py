@@ -24,11 +24,15 @@ taken as they are (their time depends on the configuration count, 1500 for every
 subject).  GSM8K stands in for PIQA (1000 examples each).
 
 ``--from-store STORE`` (a timing store, e.g. docs/results/timing.parquet) runs nothing: each
-method's time on a size group is the mean wall time of its stored runs on that group's
-subject (every seed and both cost modes; one-thread runs, so wall is close to CPU), and
-the MMLU grid alone is estimated.  ``--skip-stored STORE...`` also prints what is left to
-run: a subject's runs already in those stores (20 seeds x 2 cost modes at most) leave the
-estimate, as the sweep skips them.
+method's time on a size group is the mean wall time of its stored one-thread runs on that
+group's subject (every seed and both cost modes), and the MMLU grid alone is estimated.
+Those are the "run CPU-hours" of the README's table, not process CPU time: they leave out
+the benchmark's loading, include any contention of the machine they ran on, and, for a
+``cold_start`` store such as paper/timing, each run's building of its root tables, which a
+sweep's runs mostly reuse.  ``--skip-stored STORE...`` also prints what those stores do not
+hold yet: a subject's runs there (by cost mode and seed, seeds 0-19) leave the estimate.  An
+experiment's sweep skips only the runs of its own ``results_store``: to run just the rest,
+narrow ``benchmark.subject`` to the subjects left.
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ def store_times(store: Path, table: dict[str, dict[str, str]]) -> dict[str, dict
     times: dict[str, list[float]] = defaultdict(list)
     subjects: dict[str, set[str]] = defaultdict(set)
     for summary in stored_mmlu_runs([store]):
+        if summary.get("threads") != 1:
+            raise ValueError(f"{store}: a run of {summary['label']} ran on {summary.get('threads')} threads, "
+                             "not one: its wall time is not one core's")
         subject = summary["benchmark"].removeprefix("mmlu/")
         key = f"{method_of(summary)}/mmlu_{table[subject]['size']}"
         times[key].append(summary["wall_time_s"])
@@ -152,8 +159,13 @@ def main() -> None:
     if not (args.mmlu_experiment or args.from_store):
         benchmarks |= {"gsm8k": ["benchmark=gsm8k"], "alpacaeval_paper": ["benchmark=alpacaeval_paper"]}
     from_store = store_times(args.from_store, table) if args.from_store else {}
-    stored = Counter((method_of(summary), summary["benchmark"].removeprefix("mmlu/"))
-                     for summary in stored_mmlu_runs(args.skip_stored))
+    stored = Counter(
+        (method_of(summary), summary["benchmark"].removeprefix("mmlu/"))
+        for summary in {
+            (summary["policy"], summary["prior"], summary["benchmark"], summary["cost_mode"], summary["seed"]): summary
+            for summary in stored_mmlu_runs(args.skip_stored) if summary["seed"] < RUNS_PER_MMLU_SUBJECT // 2
+        }.values()
+    )
 
     seconds: dict[str, float] = {}  # policy -> extrapolated CPU seconds of its share of the grid
     remaining: dict[str, float] = {}  # policy -> the same, without the runs in --skip-stored
@@ -184,10 +196,12 @@ def main() -> None:
         left = f", {remaining[policy] / 3600:.2f} of them not in the stores" if args.skip_stored else ""
         print(f"== {policy}: {seconds[policy] / 3600:.2f} CPU-hours for its share of the grid{left}", flush=True)
     left = f", {sum(remaining.values()) / 3600:.1f} of them not in the stores" if args.skip_stored else ""
-    print(f"== grid: {sum(seconds.values()) / 3600:.1f} CPU-hours{left}", flush=True)
+    grid = "MMLU grid" if args.mmlu_experiment or args.from_store else "grid"
+    print(f"== {grid}: {sum(seconds.values()) / 3600:.1f} CPU-hours{left}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"measured": measured, "cpu_seconds": seconds,
-                                    "remaining_cpu_seconds": remaining}, indent=1))
+    kind = f"mean wall time of the one-thread runs of {args.from_store}" if args.from_store else "CPU time"
+    args.out.write_text(json.dumps({"measure": kind, "measured": measured, "seconds": seconds,
+                                    "remaining_seconds": remaining}, indent=1))
 
 
 if __name__ == "__main__":

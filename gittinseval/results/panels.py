@@ -101,14 +101,16 @@ def _family(run: RunRow, mmlu_panels: str) -> tuple[str, str]:
 def _single_subject_names(
     grouped: dict[tuple[str, str], list[RunRow]], names: dict[tuple[str, str], tuple[str, bool]]
 ) -> dict[tuple[str, str], tuple[str, bool]]:
-    """The names of the MMLU size panels whose runs are all on one subject, naming it
-    (``MMLU small: abstract_algebra``): "small subjects" would claim a group of them."""
+    """The names of the MMLU size panels whose family's runs (every cost mode) are all on one
+    subject, naming it (``MMLU small: abstract_algebra``): "small subjects" would claim a group."""
+    subjects: dict[str, set] = defaultdict(set)
+    for (family, _), members in grouped.items():
+        subjects[family].update((run.summary.get("benchmark_details") or {}).get("subject") for run in members)
     renamed = {}
-    for key, members in grouped.items():
-        subjects = {(run.summary.get("benchmark_details") or {}).get("subject") for run in members}
-        if key[0].startswith("mmlu_") and len(subjects) == 1 and None not in subjects:
-            size = (members[0].summary["benchmark_details"])["size"]
-            renamed[key] = (f"MMLU {size}: {subjects.pop()}", names[key][1])
+    for key, (name, stand_in) in names.items():
+        family_subjects = subjects[key[0]]
+        if name.endswith(" subjects") and len(family_subjects) == 1 and None not in family_subjects:
+            renamed[key] = (f"{name.removesuffix(' subjects')}: {next(iter(family_subjects))}", stand_in)
     return renamed
 
 

@@ -9,7 +9,7 @@ its spend on a group ``G`` of arms is ``sum_{k in G} s_k / sum_k s_k``.  Three g
   so that a run planned at the true costs shows what those arms get when the guess is right;
 - *the T best*: the ``T`` arms of the largest ``arm_means``.
 
-One row per curve (label and cost plan): the mean share over its runs.
+One row per benchmark, cost mode and curve (label and cost plan): the mean share over its runs.
 """
 
 from __future__ import annotations
@@ -19,44 +19,61 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gittinseval.results.tables import EMPTY
+
 __all__ = ["TOP_ARMS", "spend_cells"]
 
 TOP_ARMS = 6
 
 
-def _misguessed_arms(summaries: Sequence[dict]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per seed, the (cheap, dear) arm ids of its misguessed plans, which must agree."""
-    groups: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+def _misguessed_arms(summaries: Sequence[dict]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """Per benchmark and seed, the (cheap, dear) arm ids of its misguessed plans, which must agree."""
+    groups: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
     for summary in summaries:
         ratio = np.asarray(summary.get("arm_planned_over_true") or [], dtype=np.float64)
         if not np.any(ratio != 1.0):
             continue
         found = (np.flatnonzero(ratio < 1.0), np.flatnonzero(ratio > 1.0))
-        seed = summary["seed"]
-        if seed in groups and not all(np.array_equal(a, b) for a, b in zip(groups[seed], found, strict=True)):
-            raise ValueError(f"the runs of seed {seed} misguess different arms: their spend shares do not compare")
-        groups[seed] = found
+        key = (summary["benchmark"], summary["seed"])
+        if key in groups and not all(np.array_equal(a, b) for a, b in zip(groups[key], found, strict=True)):
+            raise ValueError(f"the runs of seed {key[1]} on {key[0]} misguess different arms: their spend shares "
+                             "do not compare")
+        groups[key] = found
     return groups
 
 
+def _share(spend: np.ndarray, group: np.ndarray | None) -> float:
+    """The share of ``spend`` on the arms of ``group`` (NaN without a group or without spend)."""
+    total = spend.sum()
+    return np.nan if group is None or total <= 0 else float(spend[group].sum() / total)
+
+
 def spend_cells(summaries: Sequence[dict], percent: int = 10, top: int = TOP_ARMS) -> list[dict[str, str]]:
-    """The rows of the spend-share table of the ``summaries`` that have ``arm_spend`` (none: ``[]``)."""
+    """The rows of the spend-share table of the ``summaries`` that have ``arm_spend`` (none: ``[]``).
+
+    A row per benchmark, cost mode and curve; each share is the mean over the runs that have
+    it (a run without spend up to ``percent`` %, or whose seed has no misguessed plan, has
+    none), with their count beside the curve's runs when some lack it."""
     recorded = [summary for summary in summaries if summary.get("arm_spend")]
     misguessed = _misguessed_arms(recorded)
-    shares: dict[str, list[list[float]]] = defaultdict(list)
+    shares: dict[tuple[str, str, str], list[list[float]]] = defaultdict(list)
     for summary in recorded:
         spend = np.asarray(summary["arm_spend"][f"{percent}pct"], dtype=np.float64)
         best = np.argsort(-np.asarray(summary["arm_means"]), kind="stable")[:top]
-        cheap, dear = misguessed.get(summary["seed"], (None, None))
-        total = spend.sum()
-        values = [np.nan if group is None or total == 0 else spend[group].sum() / total for group in (cheap, dear)]
-        values.append(spend[best].sum() / total if total > 0 else np.nan)
+        cheap, dear = misguessed.get((summary["benchmark"], summary["seed"]), (None, None))
         plan = summary.get("cost_plan")
-        shares[summary["label"] + (f", costs {plan}" if plan else "")].append(values)
+        curve = summary["label"] + (f", costs {plan}" if plan else "")
+        key = (summary["benchmark"], summary["cost_mode"], curve)
+        shares[key].append([_share(spend, cheap), _share(spend, dear), _share(spend, best)])
     rows = []
-    for curve, values in sorted(shares.items()):
+    for (benchmark, cost_mode, curve), values in sorted(shares.items()):
         table = np.asarray(values)
-        cells = ["–" if np.isnan(column).any() else f"{column.mean():.3f}" for column in table.T]
-        rows.append({f"share of the spend to {percent} %": curve, "guessed cheap": cells[0],
-                     "guessed dear": cells[1], f"the {top} best": cells[2], "runs": str(len(values))})
+        cells = []
+        for column in table.T:
+            valid = column[~np.isnan(column)]
+            cell = EMPTY if not valid.size else f"{valid.mean():.3f}"
+            cells.append(cell + (f" ({valid.size} runs)" if 0 < valid.size < column.size else ""))
+        rows.append({"benchmark": benchmark, "cost": cost_mode, f"share of the spend to {percent} %": curve,
+                     "guessed cheap": cells[0], "guessed dear": cells[1], f"the {top} best": cells[2],
+                     "runs": str(len(values))})
     return rows

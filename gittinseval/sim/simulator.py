@@ -344,10 +344,10 @@ def simulate(
         }
     if record_arm_spend:
         batch_spend = np.diff(spend, prepend=0.0)
-        batches = {p: 1 + (-1 if (last := _last_position(cost_pct, p)) is None else last) for p in REPORT_PERCENTS}
         summary["arm_spend"] = {
             f"{p}pct": np.bincount(arms[:n], weights=batch_spend[:n], minlength=n_arms).tolist()
-            for p, n in batches.items()
+            for p in REPORT_PERCENTS
+            for n in [_batches_within(cost_pct, p)]
         }
         summary["arm_means"] = row_means.tolist()
         if cost_plan is not None:
@@ -389,9 +389,14 @@ def _certificate_after(
     return {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
 
 
+def _batches_within(cost_pct: np.ndarray, percent: float) -> int:
+    """How many batches (from the first) have a cumulative cost of at most ``percent`` %."""
+    return int(np.searchsorted(cost_pct, percent + 1e-9, side="right"))
+
+
 def _last_position(cost_pct: np.ndarray, percent: float) -> int | None:
     """0-based position of the last batch whose cumulative cost is at most ``percent`` % (as :func:`regret_at`)."""
-    position = int(np.searchsorted(cost_pct, percent + 1e-9, side="right")) - 1
+    position = _batches_within(cost_pct, percent) - 1
     return None if position < 0 else position
 
 

@@ -196,15 +196,20 @@ def test_paired_differences_match_seed_by_seed_and_subject_by_subject():
 
 
 def test_a_size_panel_on_one_subject_names_it_and_one_on_several_says_subjects():
-    def run_on(subject, size):
-        return fake_run(f"mmlu/{subject}", "UCB-E", [1.0, 2.0], [0.2, 0.1],
+    def run_on(subject, size, cost_mode="unit"):
+        return fake_run(f"mmlu/{subject}", "UCB-E", [1.0, 2.0], [0.2, 0.1], cost_mode=cost_mode,
                         details={"difficulty": "hard", "size": size, "subject": subject})
 
-    runs = [run_on("abstract_algebra", "small"), run_on("abstract_algebra", "small"),
-            run_on("moral_scenarios", "large"), run_on("professional_law", "large")]
-    small, large = panels(rows(runs), mmlu_panels="size")
-    assert (small.key, small.name) == ("mmlu_small_unit", "MMLU small: abstract_algebra")
-    assert (large.key, large.name) == ("mmlu_large_unit", "MMLU large subjects")
+    runs = [run_on("abstract_algebra", "small"), run_on("abstract_algebra", "small", "aware"),
+            run_on("moral_scenarios", "large"), run_on("professional_law", "large"),
+            # One subject under unit cost, two cost-aware: the family (both modes) is on two.
+            run_on("anatomy", "medium"), run_on("anatomy", "medium", "aware"), run_on("virology", "medium", "aware")]
+    names = {panel.key: panel.name for panel in panels(rows(runs), mmlu_panels="size")}
+    assert names == {
+        "mmlu_small_unit": "MMLU small: abstract_algebra", "mmlu_small_aware": "MMLU small: abstract_algebra",
+        "mmlu_large_unit": "MMLU large subjects",
+        "mmlu_medium_unit": "MMLU medium subjects", "mmlu_medium_aware": "MMLU medium subjects",
+    }
 
 
 def test_values_of_one_seed_have_no_se():

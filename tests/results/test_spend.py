@@ -6,8 +6,9 @@ import pytest
 from gittinseval.results.spend import spend_cells
 
 
-def summary(seed, spend, ratio=None, plan=None, label="GittinsEval-S", means=(0.9, 0.8, 0.7, 0.6, 0.5)):
-    run = {"seed": seed, "label": label, "arm_means": list(means),
+def summary(seed, spend, ratio=None, plan=None, label="GittinsEval-S", means=(0.9, 0.8, 0.7, 0.6, 0.5),
+            benchmark="gsm8k_zeroeval"):
+    run = {"seed": seed, "label": label, "benchmark": benchmark, "cost_mode": "per_cell", "arm_means": list(means),
            "arm_spend": {"1pct": [0.0] * len(spend), "10pct": list(spend)}}
     if plan is not None:
         run |= {"cost_plan": plan, "arm_planned_over_true": list(ratio)}
@@ -42,9 +43,26 @@ def test_a_seed_without_a_misguessed_plan_leaves_the_guess_columns_empty():
     assert (row["guessed cheap"], row["guessed dear"], row["the 1 best"]) == ("–", "–", "0.250")
 
 
+def test_a_share_is_the_mean_over_the_runs_that_have_it_and_says_how_many():
+    off = [0.2, 1.0, 5.0, 1.0, 1.0]
+    runs = [summary(0, [1, 0, 0, 0, 1], off, "true"), summary(0, [0, 0, 0, 0, 0], [1.0] * 5, "true"),
+            summary(1, [3, 0, 0, 0, 1], [1.0] * 5, "true")]  # seed 1: no misguessed plan; seed 0's second: no spend
+    (row,) = spend_cells(runs, top=1)
+    assert row["guessed cheap"] == "0.500 (1 runs)" and row["the 1 best"] == f"{np.mean([0.5, 0.75]):.3f} (2 runs)"
+    assert row["runs"] == "3"
+
+
+def test_benchmarks_are_kept_apart():
+    runs = [summary(0, [1, 0, 0, 0, 1], [0.2, 1, 1, 1, 1], "5x off"),
+            summary(0, [1, 1, 1], [1, 1, 5.0], "5x off", means=(0.1, 0.2, 0.3), benchmark="other")]
+    rows = spend_cells(runs, top=1)
+    assert [(row["benchmark"], row["guessed cheap"], row["guessed dear"]) for row in rows] == [
+        ("gsm8k_zeroeval", "0.500", "0.000"), ("other", "0.000", "0.333")]
+
+
 def test_runs_of_one_seed_that_misguess_different_arms_are_refused():
     runs = [summary(0, [1] * 5, [0.2, 1, 1, 1, 1], "a"), summary(0, [1] * 5, [1, 0.2, 1, 1, 1], "b")]
-    with pytest.raises(ValueError, match="seed 0 misguess different arms"):
+    with pytest.raises(ValueError, match="seed 0 on gsm8k_zeroeval misguess different arms"):
         spend_cells(runs)
 
 
