@@ -197,27 +197,22 @@ def write_report(
         by_family(tables), out, log_cost, timing=figures in ("all", "timing"), draw=draw, regret=figures != "timing"
     )
     report = write_markdown(sources, tables, family_figures, timing_figures, out)
-    certificates = certificate_cells([row.summary for row in runs])
-    if certificates:
-        table = markdown_table(certificates)
-        (out / "certificate.md").write_text(table)
-        with report.open("a") as text:
-            text.write("\n## How sure the final recommendations were\n\n" + table)
-    spend = spend_cells([row.summary for row in runs])
-    if spend:
-        table = markdown_table(spend)
-        (out / "spend.md").write_text(table)
-        with report.open("a") as text:
-            text.write("\n## Where the money went\n\n" + table)
-    write_calibration([row.summary for row in runs], out, report)
+    write_summary_tables([row.summary for row in runs], out, report)
     return report
 
 
-def write_calibration(summaries: list[dict], out: Path, report: Path) -> None:
-    """The calibration tables of runs with checkpoint certificates or a confidence stop, each in its file
-    and at the end of ``report``: ``calibration_<family>.md`` and ``reliability_<family>.md`` per
-    benchmark family, ``confidence_stop.md``."""
+def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None:
+    """The tables that runs' summaries carry, each in its file and at the end of ``report``:
+    ``certificate.md`` (runs with a certificate), ``spend.md`` (runs with their arm spend), and
+    for runs with checkpoint certificates or a confidence stop ``calibration_<family>.md`` and
+    ``reliability_<family>.md`` per benchmark family and ``confidence_stop.md``."""
     sections = []
+    certificates = certificate_cells(summaries)
+    if certificates:
+        sections.append(("How sure the final recommendations were", "certificate.md", markdown_table(certificates)))
+    spend = spend_cells(summaries)
+    if spend:
+        sections.append(("Where the money went", "spend.md", markdown_table(spend)))
     for family, rows in calibration_cells(summaries).items():
         sections.append((f"Calibration on {family}", f"calibration_{slug(family)}.md", markdown_table(rows)))
     for family, rows in reliability_cells(summaries).items():
