@@ -46,6 +46,9 @@ include it:
 - ``spend.md``, for runs that record each arm's spend (``record_arm_spend``): per curve,
   the mean share of a run's spend to 10 % on the arms its seed's plan guessed cheap or dear
   and on the best arms (:mod:`gittinseval.results.spend`); also at the end of ``report.md``;
+- ``prior_fit.md``, for GittinsEval-EB runs: per benchmark family and cost mode, how often
+  the prior was fitted and its tables refreshed, and the final prior against the arm
+  population (:mod:`gittinseval.results.prior_fit`); also at the end of ``report.md``;
 - ``report.md``: every table, with the figures.
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
@@ -67,6 +70,7 @@ from pathlib import Path
 from gittinseval.results.curves import aggregate_group
 from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
+from gittinseval.results.prior_fit import prior_fit_cells
 from gittinseval.results.spend import spend_cells
 from gittinseval.results.tables import (
     Figure,
@@ -203,7 +207,8 @@ def write_report(
 
 def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None:
     """The tables that runs' summaries carry, each in its file and at the end of ``report``:
-    ``certificate.md`` (runs with a certificate), ``spend.md`` (runs with their arm spend), and
+    ``certificate.md`` (runs with a certificate), ``spend.md`` (runs with their arm spend),
+    ``prior_fit.md`` (GittinsEval-EB runs), and
     for runs with checkpoint certificates or a confidence stop ``calibration_<family>.md`` and
     ``reliability_<family>.md`` per benchmark family and ``confidence_stop.md``."""
     sections = []
@@ -213,6 +218,9 @@ def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None
     spend = spend_cells(summaries)
     if spend:
         sections.append(("Where the money went", "spend.md", markdown_table(spend)))
+    prior_fits = prior_fit_cells(summaries)
+    if prior_fits:
+        sections.append(("How GittinsEval-EB learned its prior", "prior_fit.md", markdown_table(prior_fits)))
     for family, rows in calibration_cells(summaries).items():
         sections.append((f"Calibration on {family}", f"calibration_{slug(family)}.md", markdown_table(rows)))
     for family, rows in reliability_cells(summaries).items():

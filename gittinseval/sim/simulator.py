@@ -327,6 +327,8 @@ def simulate(
         "stop_cost_pct": None if stop_step is None else float(cost_pct[stop_step - 1]),
         "stop_regret": None if stop_step is None else float(regret[stop_step - 1]),
         "best_mean": best,
+        # The truth a learned prior (GittinsEval-EB) is judged against: mean and variance (ddof 0) of the K arm means.
+        "arm_population": {"mean": float(row_means.mean()), "var": float(row_means.var())},
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
         "certificate": certificate_after(len(rows) - 1),

@@ -134,6 +134,15 @@ def test_summary_and_trace_round_trip(benchmark, tmp_path):
         np.testing.assert_allclose(loaded.trace[name], result.trace[name], rtol=1e-9)
 
 
+def test_the_arm_population_is_that_of_the_matrix_row_means(benchmark):
+    summary = run(benchmark, batch_size=4).summary
+    # Written out as a sum over cells, not through Benchmark.row_means.
+    means = [sum(row) / len(row) for row in benchmark.scores.tolist()]
+    centre = sum(means) / len(means)
+    assert summary["arm_population"]["mean"] == pytest.approx(centre, rel=1e-12)
+    assert summary["arm_population"]["var"] == pytest.approx(sum((m - centre) ** 2 for m in means) / len(means), rel=1e-9)
+
+
 def test_the_same_run_saves_the_same_bytes(benchmark, tmp_path):
     run(benchmark, batch_size=4).save(tmp_path / "a")
     run(benchmark, batch_size=4).save(tmp_path / "b")
