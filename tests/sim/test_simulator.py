@@ -140,7 +140,8 @@ def test_the_arm_population_is_that_of_the_matrix_row_means(benchmark):
     means = [sum(row) / len(row) for row in benchmark.scores.tolist()]
     centre = sum(means) / len(means)
     assert summary["arm_population"]["mean"] == pytest.approx(centre, rel=1e-12)
-    assert summary["arm_population"]["var"] == pytest.approx(sum((m - centre) ** 2 for m in means) / len(means), rel=1e-9)
+    spread = sum((m - centre) ** 2 for m in means) / len(means)
+    assert summary["arm_population"]["var"] == pytest.approx(spread, rel=1e-9)
 
 
 def test_the_same_run_saves_the_same_bytes(benchmark, tmp_path):
