@@ -94,6 +94,10 @@ class LRFPolicy(Policy):
         self.warm_start = warm_start
         self.warm_start_iterations = positive_int("warm_start_iterations", warm_start_iterations)
 
+    def display_label(self, prior_name: str | None = None) -> str:
+        # A warm-started run is not the reference's method: its curves must not pool with the parity runs'.
+        return f"{self.label} warm start" if self.warm_start else self.label
+
     def reset(self, problem: EvaluationProblem, rng: np.random.Generator) -> None:
         n_arms, n_examples = problem.n_arms, problem.n_examples
         self.matrix = ObservedMatrix(n_arms, n_examples)  # first: it refuses a matrix too large to index

@@ -114,6 +114,8 @@ def test_warm_start_is_deterministic_per_seed_and_keeps_the_protocol():
     first_fitted = int(np.searchsorted(np.cumsum(parity.trace["batch_size"]), math.ceil(0.05 * 16 * 60))) + 1
     np.testing.assert_array_equal(first.trace["arm"][: first_fitted + 1], parity.trace["arm"][: first_fitted + 1])
     assert not np.array_equal(first.trace["arm"], parity.trace["arm"])
+    # Another method than the reference's: a report must not pool its runs with the parity runs.
+    assert (first.summary["label"], parity.summary["label"]) == ("UCB-E-LRF warm start", "UCB-E-LRF")
 
 
 def test_observed_dropout_runs_are_deterministic_per_seed():
