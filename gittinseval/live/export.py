@@ -17,7 +17,10 @@ the store, and writes
   for, as a JSON list), ``n_examples``, ``status`` (``scored``, ``failed``, ``lost``, or
   null while in flight), ``expected_dollars``, ``reported_dollars`` (null: the call
   reported none), ``dollars`` (what the run charged), ``charged_as_expected``,
-  ``started_at``, ``finished_at`` (Unix seconds) and ``error``.
+  ``billed_dollars``, ``tokens_in`` and ``tokens_out`` (the sums of the call's usage over
+  its examples, failed calls included: null where it reported no usage, and a token sum
+  null where one example's count is unknown), ``started_at``, ``finished_at`` (Unix
+  seconds) and ``error``.
 
 Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledger's
 ``dollars`` sum to the run's spend.  A cell's ``dollars`` is its share of what its
@@ -71,7 +74,7 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         "cells": "SELECT arm, example, score, time, request, attempt FROM cells ORDER BY arm, example",
         "tables": "SELECT name FROM sqlite_master WHERE type = 'table'",
         # A store made before the usage table has none (opening it for writing adds it, empty).
-        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out FROM usage",
+        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out FROM usage ORDER BY attempt, example",
     }
     try:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
@@ -115,6 +118,18 @@ def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
     return columns
 
 
+def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None]]:
+    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out)`` summed over its examples; a token
+    sum is ``None`` if one example's count is unknown (a partial sum would pass for the call's)."""
+    bills: dict[int, list] = {}
+    for attempt, _, dollars, tokens_in, tokens_out in usage:
+        bill = bills.setdefault(attempt, [0.0, 0, 0])
+        bill[0] += dollars
+        bill[1] = None if bill[1] is None or tokens_in is None else bill[1] + tokens_in
+        bill[2] = None if bill[2] is None or tokens_out is None else bill[2] + tokens_out
+    return {attempt: tuple(bill) for attempt, bill in bills.items()}
+
+
 def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
     """The ``(cells, attempts)`` tables of a store (columns in the module docstring), from one snapshot."""
     rows = _snapshot(Path(store))
@@ -129,6 +144,9 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         seen[request] += 1
         number[attempt] = seen[request]
     ledger = rows["attempts"]
+    call_bills = _call_bills(rows["usage"])
+    no_bill = (None, None, None)
+    ledger_bills = [call_bills.get(row[0], no_bill) for row in ledger]
     attempts = pa.table({
         "attempt": pa.array([row[0] for row in ledger], pa.int64()),
         "request": pa.array([row[1] for row in ledger], pa.int64()),
@@ -142,6 +160,9 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "reported_dollars": pa.array([row[8] for row in ledger], pa.float64()),
         "dollars": pa.array([row[9] for row in ledger], pa.float64()),
         "charged_as_expected": pa.array([row[10] for row in ledger], pa.float64()),
+        "billed_dollars": pa.array([bill[0] for bill in ledger_bills], pa.float64()),
+        "tokens_in": pa.array([bill[1] for bill in ledger_bills], pa.int64()),
+        "tokens_out": pa.array([bill[2] for bill in ledger_bills], pa.int64()),
         "started_at": pa.array([row[5] for row in ledger], pa.float64()),
         "finished_at": pa.array([row[6] for row in ledger], pa.float64()),
         "error": pa.array([row[11] for row in ledger], pa.string()),

@@ -26,7 +26,7 @@ from gittinseval.cli.live import main
 from gittinseval.data import load_matrix
 from gittinseval.data.long_table import read_long_table
 from gittinseval.live import RunStore
-from gittinseval.live.export import export_store, store_tables
+from gittinseval.live.export import export_paths, export_store, store_tables
 from gittinseval.live.fake_server import FakeChatServer
 from gittinseval.sim.simulator import simulate
 from tests.live.test_ledger import ARMS, PRICES, PROMPT_TOKENS, answers, run
@@ -236,6 +236,21 @@ def test_each_cell_carries_the_tokens_and_dollars_the_server_billed_for_it(bille
     assert result.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
 
 
+def test_each_call_of_the_ledger_carries_the_sum_of_its_examples_bills(billed_run, tmp_path):
+    _, store, server, examples = billed_run
+    attempts = pq.read_table(export_store(store, "parquet", tmp_path / "run")[1]).to_pylist()
+    # The server's own record of each HTTP call: (model, prompt) -> prompt tokens, one example each.
+    billed = {(body["model"], body["messages"][-1]["content"]): tokens for body, _, tokens in server.calls}
+    assert sum(call["n_examples"] for call in attempts) == len(billed) == 40
+    for call in attempts:
+        model = ARMS[call["arm"]]["model"]
+        prompts = [billed[model, examples[example]["prompt"]] for example in json.loads(call["examples"])]
+        tokens_out = COMPLETION[model] * len(prompts)
+        assert (call["tokens_in"], call["tokens_out"]) == (sum(prompts), tokens_out)
+        dollars = (sum(prompts) * PRICES[model]["input"] + tokens_out * PRICES[model]["output"]) / 1e6
+        assert call["billed_dollars"] == pytest.approx(dollars, rel=1e-12) == pytest.approx(call["dollars"], rel=1e-12)
+
+
 def test_the_simulator_replays_each_cell_at_its_own_bill_with_the_billed_dollars_column(billed_run, tmp_path):
     result, store, *_ = billed_run
     cells_path = export_store(store, "csv", tmp_path / "run")[0]
@@ -266,8 +281,10 @@ def test_a_store_made_before_the_usage_table_exports_empty_bills_and_replays_at_
         db.execute("DROP TABLE usage")
     cells_path = export_store(old, "parquet", tmp_path / "old")[0]
     cells = pq.read_table(cells_path)
+    ledger = pq.read_table(export_paths(tmp_path / "old", "parquet")[1])
     for column in ("billed_dollars", "tokens_in", "tokens_out"):
         assert cells.column(column).null_count == cells.num_rows == 40
+        assert ledger.column(column).null_count == ledger.num_rows > 0
     assert cells.column("dollars") == store_tables(store)[0].column("dollars")
     assert load_matrix(str(cells_path)).cell_costs.shape == (2, 20)
     with pytest.raises(ValueError, match=r"40 cells of 40 have no billed_dollars .*; use the dollars column"):

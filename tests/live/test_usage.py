@@ -8,7 +8,7 @@ import pytest
 
 from gittinseval import GittinsPolicy
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, ScoringError, Usage, evaluate
-from gittinseval.live.export import export_store
+from gittinseval.live.export import export_store, store_tables
 
 
 def test_a_usage_is_one_bill_per_example():
@@ -72,6 +72,28 @@ def test_a_cost_and_a_usage_that_disagree_are_a_failed_call_charged_the_usage(tm
         attempt = evaluator.start_attempt(request)
         evaluator.finish_attempt(attempt, [1.0, 0.0], 4e-6 * (1 + 1e-12), usage)  # agreeing to rounding
         assert evaluator.spent == pytest.approx(8e-6)
+    failed, scored = store_tables(tmp_path / "run.sqlite")[1].to_pylist()
+    assert (failed["status"], scored["status"]) == ("failed", "scored")
+    # The disagreeing usage is not kept, only its sum charged; the ledger sums the scored call's over its examples.
+    assert (failed["billed_dollars"], failed["tokens_in"], failed["tokens_out"]) == (None, None, None)
+    assert (scored["tokens_in"], scored["tokens_out"]) == (1 + 3, 1 + 1)
+    assert scored["billed_dollars"] == pytest.approx(4e-6, rel=1e-12)
+
+
+def test_a_call_with_an_unknown_token_count_has_no_token_sum_in_the_ledger(tmp_path):
+    task = LiveTask(["a", "b"], list(range(4)), costs=[1e-5, 1e-5])
+    with Evaluator(task, LiveConfig(policy=GittinsPolicy(2), store=tmp_path / "run.sqlite")) as evaluator:
+        request = evaluator.ask()
+        evaluator.tell(request, [1.0, 0.0], usage=Usage([1e-6, 2e-6], [5, None], [1, 2]))
+        request = evaluator.ask()
+        attempt = evaluator.start_attempt(request)
+        evaluator.fail_attempt(attempt, ScoringError("the grader broke", usage=Usage([4e-6, 5e-6], [7, 8], [0, 1])))
+    told, failed = store_tables(tmp_path / "run.sqlite")[1].to_pylist()
+    assert (told["tokens_in"], told["tokens_out"]) == (None, 3)
+    assert told["billed_dollars"] == pytest.approx(3e-6, rel=1e-12)
+    # A failed call's usage is kept and summed like a scored one's.
+    assert (failed["status"], failed["tokens_in"], failed["tokens_out"]) == ("failed", 15, 1)
+    assert failed["billed_dollars"] == pytest.approx(9e-6, rel=1e-12) == pytest.approx(failed["dollars"], rel=1e-12)
 
 
 def test_a_told_usage_is_charged_kept_and_exported_and_a_bad_one_changes_nothing(tmp_path):
