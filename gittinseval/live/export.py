@@ -118,6 +118,10 @@ def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
     return columns
 
 
+# (dollars, tokens_in, tokens_out) of a cell or call without usage rows.
+_NO_BILL = (None, None, None)
+
+
 def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None]]:
     """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out)`` summed over its examples; a token
     sum is ``None`` if one example's count is unknown (a partial sum would pass for the call's)."""
@@ -145,8 +149,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         number[attempt] = seen[request]
     ledger = rows["attempts"]
     call_bills = _call_bills(rows["usage"])
-    no_bill = (None, None, None)
-    ledger_bills = [call_bills.get(row[0], no_bill) for row in ledger]
+    ledger_bills = [call_bills.get(row[0], _NO_BILL) for row in ledger]
     attempts = pa.table({
         "attempt": pa.array([row[0] for row in ledger], pa.int64()),
         "request": pa.array([row[1] for row in ledger], pa.int64()),
@@ -169,8 +172,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
     })
     cells = rows["cells"]
     bills = {(attempt, example): bill for attempt, example, *bill in rows["usage"]}
-    unbilled = (None, None, None)
-    cell_bills = [bills.get((row[5], row[1]), unbilled) for row in cells]
+    cell_bills = [bills.get((row[5], row[1]), _NO_BILL) for row in cells]
     settings = _settings_columns(names)
     cells_table = pa.table({
         "arm": pa.array([row[0] for row in cells], pa.int64()),

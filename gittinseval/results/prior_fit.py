@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gittinseval.results.tables import EMPTY
+from gittinseval.results.tables import EMPTY, benchmark_family
 
 __all__ = ["prior_fit_cells"]
 
@@ -36,7 +36,7 @@ def prior_fit_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for summary in summaries:
         if "prior_fits" in (summary.get("diagnostics") or {}):
-            groups[(summary["benchmark"].split("/")[0], summary["cost_mode"])].append(summary)
+            groups[(benchmark_family(summary["benchmark"]), summary["cost_mode"])].append(summary)
     rows = []
     for (family, cost_mode), group in sorted(groups.items()):
         diagnostics = [summary["diagnostics"] for summary in group]

@@ -211,16 +211,14 @@ def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None
     ``prior_fit.md`` (GittinsEval-EB runs), and
     for runs with checkpoint certificates or a confidence stop ``calibration_<family>.md`` and
     ``reliability_<family>.md`` per benchmark family and ``confidence_stop.md``."""
-    sections = []
-    certificates = certificate_cells(summaries)
-    if certificates:
-        sections.append(("How sure the final recommendations were", "certificate.md", markdown_table(certificates)))
-    spend = spend_cells(summaries)
-    if spend:
-        sections.append(("Where the money went", "spend.md", markdown_table(spend)))
-    prior_fits = prior_fit_cells(summaries)
-    if prior_fits:
-        sections.append(("How GittinsEval-EB learned its prior", "prior_fit.md", markdown_table(prior_fits)))
+    single_tables = (
+        ("How sure the final recommendations were", "certificate.md", certificate_cells),
+        ("Where the money went", "spend.md", spend_cells),
+        ("How GittinsEval-EB learned its prior", "prior_fit.md", prior_fit_cells),
+    )
+    sections = [
+        (title, name, markdown_table(found)) for title, name, cells in single_tables if (found := cells(summaries))
+    ]
     for family, rows in calibration_cells(summaries).items():
         sections.append((f"Calibration on {family}", f"calibration_{slug(family)}.md", markdown_table(rows)))
     for family, rows in reliability_cells(summaries).items():

@@ -34,6 +34,7 @@ __all__ = [
     "IN_DESIGN",
     "TIMING_BASELINE",
     "Figure",
+    "benchmark_family",
     "calibration_cells",
     "certificate_cells",
     "confidence_stop_cells",
@@ -227,7 +228,7 @@ CALIBRATION_BINS = (0.0, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0)
 """Edges of the bins of stated probability in :func:`reliability_cells`; the last bin holds 1."""
 
 
-def _family(benchmark: str) -> str:
+def benchmark_family(benchmark: str) -> str:
     """The benchmark family a calibration table pools: the name before ``/`` (``mmlu/anatomy`` -> ``mmlu``)."""
     return benchmark.split("/")[0]
 
@@ -255,7 +256,7 @@ def _checkpoint_certificates(summaries: Sequence[dict]) -> dict[str, list[tuple[
     for summary in summaries:
         for checkpoint, certificate in (summary.get("certificates") or {}).items():
             if certificate is not None:
-                families.setdefault(_family(summary["benchmark"]), []).append(
+                families.setdefault(benchmark_family(summary["benchmark"]), []).append(
                     (summary["label"], checkpoint, certificate)
                 )
     return families
