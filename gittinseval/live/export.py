@@ -122,16 +122,21 @@ def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
 _NO_BILL = (None, None, None)
 
 
+def _sum_of_known(counts: tuple[int | None, ...]) -> int | None:
+    """The sum, or ``None`` if one count is unknown: a partial sum would pass for the whole."""
+    return None if None in counts else sum(counts)
+
+
 def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None]]:
-    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out)`` summed over its examples; a token
-    sum is ``None`` if one example's count is unknown (a partial sum would pass for the call's)."""
-    bills: dict[int, list] = {}
-    for attempt, _, dollars, tokens_in, tokens_out in usage:
-        bill = bills.setdefault(attempt, [0.0, 0, 0])
-        bill[0] += dollars
-        bill[1] = None if bill[1] is None or tokens_in is None else bill[1] + tokens_in
-        bill[2] = None if bill[2] is None or tokens_out is None else bill[2] + tokens_out
-    return {attempt: tuple(bill) for attempt, bill in bills.items()}
+    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out)`` summed over its examples."""
+    examples_bills: dict[int, list[tuple]] = defaultdict(list)
+    for attempt, _, *bill in usage:
+        examples_bills[attempt].append(bill)
+    calls = {attempt: tuple(zip(*bills, strict=True)) for attempt, bills in examples_bills.items()}
+    return {
+        attempt: (sum(dollars), _sum_of_known(tokens_in), _sum_of_known(tokens_out))
+        for attempt, (dollars, tokens_in, tokens_out) in calls.items()
+    }
 
 
 def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
