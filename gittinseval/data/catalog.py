@@ -9,7 +9,7 @@ from gittinseval.data.alpacaeval import load_alpacaeval, load_alpacaeval_paper
 from gittinseval.data.banditeval import load_gsm8k, load_piqa
 from gittinseval.data.benchmark import Benchmark
 from gittinseval.data.mmlu import load_mmlu
-from gittinseval.data.zeroeval import load_gsm8k_zeroeval
+from gittinseval.data.zeroeval import load_crux_zeroeval, load_gsm8k_zeroeval, load_math_l5_zeroeval
 
 __all__ = ["CatalogEntry", "catalog"]
 
@@ -56,6 +56,8 @@ def catalog() -> list[CatalogEntry]:
         _entry("gsm8k (benchmark.matrix_seed=1..5)", load_gsm8k(1), "stand-in (real configurations and prices)"),
         _entry("piqa (benchmark.matrix_seed=1..5)", load_piqa(1), "stand-in (real configurations and prices)"),
         _entry("gsm8k_zeroeval", load_gsm8k_zeroeval(), "real, with per-cell costs (cost=per_cell)"),
+        _entry("crux_zeroeval", load_crux_zeroeval(), "real, with per-cell costs (cost=per_cell)"),
+        _entry("math_l5_zeroeval", load_math_l5_zeroeval(), "real, with per-cell costs (cost=per_cell)"),
         CatalogEntry(
             name="matrix (benchmark.path=<.npy/.npz/.csv/.parquet> benchmark.costs=<.csv/.json/.npy>)",
             n_arms="K",

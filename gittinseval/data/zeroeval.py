@@ -1,10 +1,14 @@
-"""GSM8K, real: 41 chat models x the 1319 GSM8K test questions, scored from ZeroEval's released replies.
+"""Real response matrices scored from ZeroEval's released replies, each cell with its own cost.
 
-Each cell is 1 if the number in the model's last ``"answer"`` field equals the gold
-answer (greedy decoding, ZeroEval's zero-shot JSON format).  Beside the scores the
-release gives each cell's prompt and reply length in characters, so each cell has its
-own price: with ``T = chars / 4`` tokens and the model's list prices ``p_in, p_out``
-(USD per 1M tokens),
+Three matrices of chat models, each answering every question once with greedy decoding
+in ZeroEval's zero-shot JSON format: GSM8K (``gsm8k_zeroeval``, 41 models x the 1319
+test questions; a cell is 1 if the number in the reply's last ``"answer"`` field equals
+the gold answer), CRUXEval-O (``crux_zeroeval``, 48 x 800; the answer equals the gold
+output literal as a string, ZeroEval's rule) and MATH level 5 (``math_l5_zeroeval``,
+38 x 721; the answer's first number equals the gold one's, ZeroEval's rule).  Beside
+the scores the release gives each cell's prompt and reply length in characters, so each
+cell has its own price: with ``T = chars / 4`` tokens and the model's list prices
+``p_in, p_out`` (USD per 1M tokens),
 
     dollars[k, n] = (input_chars[n] * p_in[k] + output_chars[k, n] * p_out[k]) / 4e6.
 
@@ -17,24 +21,56 @@ its row, ``cell_costs[k].mean()``: its expected blended price at its own reply l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from gittinseval.data._files import data_file, read_csv, specific_prior
+from gittinseval.data._files import data_file, read_csv, specific_prior, unknown_name
 from gittinseval.data.benchmark import Benchmark
 
-__all__ = ["FEATURE_NAMES", "load_gsm8k_zeroeval"]
+__all__ = [
+    "FEATURE_NAMES",
+    "ZEROEVAL_BENCHMARKS",
+    "load_crux_zeroeval",
+    "load_gsm8k_zeroeval",
+    "load_math_l5_zeroeval",
+    "load_zeroeval",
+]
 
-NAME = "gsm8k_zeroeval"
 CHARS_PER_TOKEN = 4.0
 # The categorical configuration encoding of the BO baselines' kernel, one code per column.
 FEATURE_NAMES = ("model", "family", "size_class", "host")
-SOURCE = (
-    "ZeroEval (yuchenlin/ZeroEval, result_dirs/gsm at 570c6269): 41 models' replies to the 1319 GSM8K test "
-    "questions, scored here; list prices are public mid-2024 proxies"
-)
-LICENSE = "replies Apache-2.0 (ZeroEval), questions MIT (openai/gsm8k)"
+_PRICES = "list prices are public mid-2024 proxies"
+
+
+@dataclass(frozen=True)
+class _Release:
+    """Provenance of one bundled ZeroEval matrix (``gittinseval/data/files/<name>/``)."""
+
+    source: str
+    license: str
+    # The paper's batch size for more than 400 examples (its size rule), as for every matrix here.
+    default_batch_size: int = 8
+
+
+ZEROEVAL_BENCHMARKS: dict[str, _Release] = {
+    "gsm8k_zeroeval": _Release(
+        source="ZeroEval (yuchenlin/ZeroEval, result_dirs/gsm at 570c6269): 41 models' replies to the 1319 GSM8K "
+        f"test questions, scored here; {_PRICES}",
+        license="replies Apache-2.0 (ZeroEval), questions MIT (openai/gsm8k)",
+    ),
+    "crux_zeroeval": _Release(
+        source="ZeroEval (yuchenlin/ZeroEval, result_dirs/crux at 570c6269): 48 models' replies to the 800 "
+        f"CRUXEval-O questions, scored here by ZeroEval's rule; {_PRICES}",
+        license="replies Apache-2.0 (ZeroEval), questions MIT (cruxeval-org/cruxeval)",
+    ),
+    "math_l5_zeroeval": _Release(
+        source="ZeroEval (yuchenlin/ZeroEval, result_dirs/math-l5 at 570c6269): 38 models' replies to 721 MATH "
+        f"level-5 problems, scored here by ZeroEval's rule; {_PRICES}",
+        license="replies Apache-2.0 (ZeroEval), problems MIT (hendrycks/math)",
+    ),
+}
 
 
 def _codes(column: list[str]) -> np.ndarray:
@@ -43,42 +79,64 @@ def _codes(column: list[str]) -> np.ndarray:
     return np.array([levels[value] for value in column], dtype=np.int64)
 
 
-@lru_cache(maxsize=1)
-def load_gsm8k_zeroeval() -> Benchmark:
-    """The real GSM8K response matrix (``[41, 1319]`` binary) with per-cell costs (``cell_costs``).
+@lru_cache(maxsize=len(ZEROEVAL_BENCHMARKS))
+def load_zeroeval(name: str) -> Benchmark:
+    """A bundled ZeroEval response matrix (binary, arms x questions) with per-cell costs (``cell_costs``).
 
-    ``details`` holds ``dollars_per_raw_cost`` (``T_mean / 1e6``: a raw cost times it is
-    dollars), ``feature_names`` and ``reported_accuracy_pct`` (ZeroEval's own accuracy
-    per model, ``nan`` where it reports none).
+    ``name`` is one of :data:`ZEROEVAL_BENCHMARKS`.  ``details`` holds
+    ``dollars_per_raw_cost`` (``T_mean / 1e6``: a raw cost times it is dollars),
+    ``feature_names`` and ``reported_accuracy_pct`` (ZeroEval's own accuracy per model,
+    ``nan`` where it reports none).
     """
-    with np.load(data_file(f"{NAME}/correct.npz")) as release:
+    if name not in ZEROEVAL_BENCHMARKS:
+        raise unknown_name("ZeroEval benchmark", name, list(ZEROEVAL_BENCHMARKS))
+    release_info = ZEROEVAL_BENCHMARKS[name]
+    with np.load(data_file(f"{name}/correct.npz")) as release:
         correct = release["correct"].astype(np.float64)
         output_chars = release["output_chars"].astype(np.float64)
         input_chars = release["input_chars"].astype(np.float64)
         models = [str(model) for model in release["models"]]
-    table = read_csv(f"{NAME}/models.csv")
-    features = read_csv(f"{NAME}/features.csv")
-    reported = {row["model"]: row["reported_pct"] for row in read_csv(f"{NAME}/scores_vs_reported.csv")}
+    table = read_csv(f"{name}/models.csv")
+    features = read_csv(f"{name}/features.csv")
+    reported = {row["model"]: row["reported_pct"] for row in read_csv(f"{name}/scores_vs_reported.csv")}
     for rows, what in ((table, "models.csv"), (features, "features.csv")):
         if [row["model"] for row in rows] != models:
-            raise ValueError(f"{NAME}/{what} does not list the matrix's models in its row order")
+            raise ValueError(f"{name}/{what} does not list the matrix's models in its row order")
     price_in = np.array([float(row["input_usd_per_1m"]) for row in table])
     price_out = np.array([float(row["output_usd_per_1m"]) for row in table])
     dollars = (input_chars[None, :] * price_in[:, None] + output_chars * price_out[:, None]) / (CHARS_PER_TOKEN * 1e6)
     mean_tokens = float((input_chars[None, :] + output_chars).mean() / CHARS_PER_TOKEN)
     return Benchmark(
-        name=NAME,
+        name=name,
         scores=correct,
         cell_costs=dollars * 1e6 / mean_tokens,
         arm_names=tuple(models),
-        features=np.column_stack([_codes([row[name] for row in features]) for name in FEATURE_NAMES]),
-        specific_prior=specific_prior(NAME),
-        default_batch_size=8,
-        source=SOURCE,
-        license=LICENSE,
+        features=np.column_stack([_codes([row[column] for row in features]) for column in FEATURE_NAMES]),
+        specific_prior=specific_prior(name),
+        default_batch_size=release_info.default_batch_size,
+        source=release_info.source,
+        license=release_info.license,
         details={
             "dollars_per_raw_cost": mean_tokens / 1e6,
             "feature_names": list(FEATURE_NAMES),
             "reported_accuracy_pct": np.array([float(reported[model] or "nan") for model in models]),
         },
     )
+
+
+@lru_cache(maxsize=1)
+def load_gsm8k_zeroeval() -> Benchmark:
+    """The real GSM8K matrix (``[41, 1319]`` binary) with per-cell costs: ``load_zeroeval("gsm8k_zeroeval")``."""
+    return load_zeroeval("gsm8k_zeroeval")
+
+
+@lru_cache(maxsize=1)
+def load_crux_zeroeval() -> Benchmark:
+    """The real CRUXEval-O matrix (``[48, 800]`` binary) with per-cell costs: ``load_zeroeval("crux_zeroeval")``."""
+    return load_zeroeval("crux_zeroeval")
+
+
+@lru_cache(maxsize=1)
+def load_math_l5_zeroeval() -> Benchmark:
+    """The real MATH level-5 matrix (``[38, 721]`` binary), per-cell costs: ``load_zeroeval("math_l5_zeroeval")``."""
+    return load_zeroeval("math_l5_zeroeval")

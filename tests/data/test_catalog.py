@@ -11,9 +11,12 @@ def test_catalog_lists_every_benchmark_with_provenance():
     entries = {e.name.split()[0]: e for e in catalog()}
     # Every option of the benchmark= group, and nothing else.
     assert set(entries) == {path.stem for path in (CONFIG_DIR / "benchmark").glob("*.yaml")}
-    assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix", "gsm8k_zeroeval"} <= set(entries)
-    assert entries["gsm8k_zeroeval"].n_arms == "41" and entries["gsm8k_zeroeval"].n_examples == "1319"
-    assert entries["gsm8k_zeroeval"].status.startswith("real") and "Apache-2.0" in entries["gsm8k_zeroeval"].license
+    assert {"mmlu", "alpacaeval", "alpacaeval_paper", "gsm8k", "piqa", "matrix", "gsm8k_zeroeval", "crux_zeroeval",
+            "math_l5_zeroeval"} <= set(entries)
+    zeroeval = (("gsm8k_zeroeval", "41", "1319"), ("crux_zeroeval", "48", "800"), ("math_l5_zeroeval", "38", "721"))
+    for name, k, n in zeroeval:
+        assert (entries[name].n_arms, entries[name].n_examples, entries[name].values) == (k, n, "binary")
+        assert entries[name].status.startswith("real") and "Apache-2.0" in entries[name].license
     assert entries["mmlu"].n_arms == "1500" and entries["mmlu"].n_examples == "100-1534"
     assert entries["alpacaeval"].values == "continuous" and entries["alpacaeval"].status == "real"
     assert "stand-in" in entries["gsm8k"].status and "stand-in" in entries["alpacaeval_paper"].status
