@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gittinseval.core.certificate import Certificate, CertificateSettings, ConfidenceStop, StopReason, certify
+from gittinseval.core.certificate import Certificate, CertificateSettings, certify
+from gittinseval.core.confidence_stop import ConfidenceStop, StopReason
 from gittinseval.core.cost_learning import CostEstimator, CostLearning
 from gittinseval.core.costs import CellCost, LearnedCellCost, PriceCost, UnitCost
 from gittinseval.core.empirical_prior import EmpiricalPriorEstimator
@@ -22,6 +23,7 @@ from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import BenchmarkPrior, EmpiricalPrior, GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, RandomExampleOrder, Request
 from gittinseval.core.roots import EmpiricalTargetChain, root_schedule
+from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.data import Benchmark
 from gittinseval.sim.simulator import RunResult, simulate
 
@@ -55,6 +57,8 @@ __all__ = [
     "RandomExampleOrder",
     "Request",
     "RunResult",
+    "RunSession",
+    "RunSettings",
     "StopReason",
     "UnitCost",
     "certify",

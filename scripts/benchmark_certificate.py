@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 from gittinseval import GaussianPrior, GittinsPolicy, UnitCost, simulate
-from gittinseval.core.certificate import DEFAULT_SAMPLES, ConfidenceStop, certify, posterior_from_statistics
+from gittinseval.core.certificate import DEFAULT_SAMPLES, certify, posterior_from_statistics
+from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.data import load_mmlu
 
 

@@ -32,7 +32,10 @@ def test_every_public_name_resolves():
 
 
 def test_the_certificate_is_part_of_the_front_door():
-    from gittinseval.core import certificate
+    from gittinseval.core import certificate, confidence_stop, session
 
-    for name in ("certify", "Certificate", "CertificateSettings", "ConfidenceStop", "StopReason"):
-        assert getattr(gittinseval, name) is getattr(certificate, name) and name in gittinseval.__all__
+    for module, names in ((certificate, ("certify", "Certificate", "CertificateSettings")),
+                          (confidence_stop, ("ConfidenceStop", "StopReason")),
+                          (session, ("RunSession", "RunSettings"))):
+        for name in names:
+            assert getattr(gittinseval, name) is getattr(module, name) and name in gittinseval.__all__

@@ -74,12 +74,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtri
 
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.utils.validation import ConfigError, non_negative_float, positive_int
@@ -89,12 +88,14 @@ __all__ = [
     "PRUNE_TOLERANCE",
     "Certificate",
     "CertificateSettings",
-    "ConfidenceStop",
-    "StopReason",
+    "candidate_arms",
     "certify",
-    "eps_best_bounds",
+    "check_arm",
+    "fixed_normals",
     "format_certificate",
+    "open_unit_interval",
     "posterior_from_statistics",
+    "settings_from_mapping",
 ]
 
 DEFAULT_SAMPLES = 4096
@@ -103,24 +104,8 @@ DEFAULT_SAMPLES = 4096
 PRUNE_TOLERANCE = 1e-9
 """Largest change of any probability from leaving out the arms that cannot come within ``eps`` of the best."""
 
-CEILING_RIVALS = (4, 32)
-"""Rivals of the cheap exact ceilings a confidence stop checks, in turn, before a full Monte Carlo certificate."""
-
 _NORMALS_SEED = 0
 _SMALLEST_BANK = 64
-
-
-class StopReason(StrEnum):
-    """Which rule ended a run (a ``str``, so it goes into ``summary.json`` as its value)."""
-
-    BUDGET = "budget"
-    """The spend reached the budget."""
-    POLICY = "policy"
-    """The policy's own stopping signal (GittinsEval: a completed arm attains the largest index)."""
-    CONFIDENCE = "confidence"
-    """The :class:`ConfidenceStop`: the recommended arm is eps-best with the required probability."""
-    EXHAUSTED = "exhausted"
-    """The policy had nothing left to evaluate."""
 
 
 def posterior_from_statistics(
@@ -275,8 +260,8 @@ def certify(
             fixed normals at every call, so the certificate is a function of the data.
     """
     mean = np.asarray(posterior.mean, dtype=np.float64)
-    recommended = _check_arm(recommended, mean.size)
-    level = _open_unit_interval("level", level)
+    recommended = check_arm(recommended, mean.size)
+    level = open_unit_interval("level", level)
     eps = non_negative_float("eps", eps)
     n_samples = positive_int("n_samples", n_samples)
     sd = np.sqrt(posterior.variance)
@@ -312,7 +297,7 @@ class CertificateSettings:
     samples: int = DEFAULT_SAMPLES
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "level", _open_unit_interval("certificate.level", self.level))
+        object.__setattr__(self, "level", open_unit_interval("certificate.level", self.level))
         object.__setattr__(self, "eps", non_negative_float("certificate.eps", self.eps))
         object.__setattr__(self, "samples", positive_int("certificate.samples", self.samples))
 
@@ -320,94 +305,11 @@ class CertificateSettings:
     def of(cls, value: Any) -> CertificateSettings:
         """``value`` as settings: settings, ``None`` (the defaults) or a mapping of the fields (a config's
         ``certificate``)."""
-        return cls() if value is None else _from_mapping(cls, "certificate", value)
+        return cls() if value is None else settings_from_mapping(cls, "certificate", value)
 
     def certify(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> Certificate:
         """:func:`certify` of arm ``recommended`` under ``posterior`` with these settings (fixed normals)."""
         return certify(posterior, recommended, level=self.level, eps=self.eps, n_samples=self.samples)
-
-
-@dataclass(frozen=True)
-class ConfidenceStop:
-    """Stop once the recommended arm is eps-best with probability at least ``prob_eps_best``.
-
-    A driver asks :meth:`reached` after each observation, beside the budget and the
-    policy's own signal, and records which ended the run as a :class:`StopReason`.
-    Under the model, the recommended arm at the stop is eps-best with posterior
-    probability at least ``prob_eps_best``, so on benchmarks drawn from the prior the
-    share of stops on an arm that is not eps-best is at most ``delta = 1 - prob_eps_best``,
-    up to the Monte Carlo error and the surrogate's misfit (measured in
-    ``tests/core/test_certificate.py``: 5.3 % for ``delta`` = 10 %).
-
-    Most checks need no Monte Carlo: with ``D_j = Zbar_a - Zbar_j``,
-    ``P(a eps-best)`` lies between the union bound ``1 - sum_{j != a} P(D_j < -eps)`` and
-    ``min_{j != a} P(D_j >= -eps)``, both Gaussian tails.  When the threshold lies between
-    them, the estimate with the fixed normals against only the 4, then the 32 strongest
-    rivals (:data:`CEILING_RIVALS`) is a ceiling of the full estimate with the same draws, so
-    a ceiling below the threshold is the full comparison's answer; :func:`certify`
-    (``O(K S)``) is called only when neither is.
-
-    Attributes:
-        prob_eps_best: the required probability, in (0, 1).
-        eps: the tolerance in score units, ``>= 0``.
-        n_samples: Monte Carlo draws when the bounds do not decide.
-    """
-
-    prob_eps_best: float = 0.95
-    eps: float = 0.01
-    n_samples: int = DEFAULT_SAMPLES
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prob_eps_best", _open_unit_interval("prob_eps_best", self.prob_eps_best))
-        object.__setattr__(self, "eps", non_negative_float("eps", self.eps))
-        object.__setattr__(self, "n_samples", positive_int("n_samples", self.n_samples))
-
-    @classmethod
-    def of(cls, value: Any) -> ConfidenceStop | None:
-        """``value`` as a stop: a stop, ``None`` (no confidence stop) or a mapping of the fields (a config's
-        ``stop_when``)."""
-        return None if value is None else _from_mapping(cls, "stop_when", value)
-
-    def reached(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> bool:
-        """Whether ``P(recommended is eps-best) >= prob_eps_best`` under ``posterior``."""
-        lower, upper = eps_best_bounds(posterior.mean, posterior.variance, recommended, self.eps)
-        if lower >= self.prob_eps_best:
-            return True
-        if upper < self.prob_eps_best:
-            return False
-        # The same fixed normals against the strongest rivals only: an exact ceiling, cheap at many arms.
-        mean, sd = np.asarray(posterior.mean, dtype=np.float64), np.sqrt(posterior.variance)
-        for rivals in CEILING_RIVALS:
-            if _eps_best_ceiling(mean, sd, recommended, self.eps, self.n_samples, rivals) < self.prob_eps_best:
-                return False
-        certificate = certify(posterior, recommended, eps=self.eps, n_samples=self.n_samples)
-        return certificate.prob_eps_best >= self.prob_eps_best
-
-
-def eps_best_bounds(mean: ArrayLike, variance: ArrayLike, arm: int, eps: float) -> tuple[float, float]:
-    """Lower and upper bounds on ``P(Zbar_arm >= max_j Zbar_j - eps)`` for independent Gaussians.
-
-    With ``D_j = Zbar_arm - Zbar_j ~ N(M_arm - M_j, V_arm + V_j)`` and
-    ``q_j = P(D_j >= -eps)``: the event is the intersection over ``j != arm`` of
-    ``{D_j >= -eps}``, so its probability is at most ``min_j q_j`` and, by the union
-    bound, at least ``1 - sum_j (1 - q_j)`` (clipped at 0).  Pairs of known arms give
-    ``q_j`` of 0 or 1.
-
-    Args:
-        mean, variance: ``[K]`` posterior means and variances of the full-benchmark means.
-        arm: the arm in question.
-        eps: the tolerance, ``>= 0``.
-    """
-    mean = np.asarray(mean, dtype=np.float64)
-    arm = _check_arm(arm, mean.size)
-    margin = mean[arm] + eps - mean
-    spread = np.sqrt(variance[arm] + np.asarray(variance, dtype=np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(spread > 0, margin / spread, np.where(margin >= 0, np.inf, -np.inf))
-    z[arm] = np.inf
-    # ndtr(-z) rather than 1 - ndtr(z): the union bound sums small tails.
-    lower = max(0.0, 1.0 - float(ndtr(-z).sum()))
-    return lower, float(ndtr(z).min())
 
 
 def _win_fractions(
@@ -419,9 +321,9 @@ def _win_fractions(
     docstring); known arms (``sd = 0``) are compared with the draws' maxima by sorting.
     """
     n_arms = mean.size
-    drawn, known = _candidates(mean, sd, eps)
+    drawn, known = candidate_arms(mean, sd, eps)
     if rng is None:
-        normals = _standard_normals(drawn.size, n_samples)
+        normals = fixed_normals(drawn.size, n_samples)
     else:
         normals = rng.standard_normal((drawn.size, n_samples), dtype=np.float32)
     draws = normals * sd[drawn, None].astype(np.float32)  # [C, S]
@@ -442,7 +344,7 @@ def _win_fractions(
     return wins / n_samples, near / n_samples
 
 
-def _candidates(mean: np.ndarray, sd: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+def candidate_arms(mean: np.ndarray, sd: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """The arms that can come within ``eps`` of the best (the module docstring's pruning), split into
     those drawn (``sd > 0``; row ``i`` of the fixed normals goes to ``drawn[i]``) and those known."""
     reach = -ndtri(PRUNE_TOLERANCE / (mean.size + 1))
@@ -450,45 +352,11 @@ def _candidates(mean: np.ndarray, sd: np.ndarray, eps: float) -> tuple[np.ndarra
     return np.flatnonzero(candidate & (sd > 0)), np.flatnonzero(candidate & (sd == 0))
 
 
-def _eps_best_ceiling(mean: np.ndarray, sd: np.ndarray, arm: int, eps: float, n_samples: int, n_rivals: int) -> float:
-    """An upper bound on :func:`certify`'s estimate of ``P(arm eps-best)`` with the fixed normals, from
-    ``O(n_rivals S)`` work instead of ``O(K S)``.
-
-    The same draws as :func:`_win_fractions` (same candidates, same rows of the fixed normals,
-    same float32 arithmetic), but ``arm`` is compared with only the ``n_rivals`` drawn arms most
-    likely to beat it by more than ``eps`` (smallest ``(M_arm + eps - M_j) / sqrt(V_arm + V_j)``)
-    and the best known arm.  In every draw the maximum over a subset is at most the maximum over
-    all, so ``arm`` is near that maximum at least as often: the count can only be larger, and a
-    ceiling below a threshold decides the comparison exactly as the full estimate would.
-    """
-    drawn, known = _candidates(mean, sd, eps)
-    normals = _standard_normals(drawn.size, n_samples)
-    threat = (mean[arm] + eps - mean[drawn]) / np.sqrt(sd[arm] ** 2 + sd[drawn] ** 2)
-    threat[drawn == arm] = np.inf
-    rows = np.argsort(threat, kind="stable")[: min(n_rivals, drawn.size)]
-    rows = rows[drawn[rows] != arm]
-    rivals = normals[rows] * sd[drawn[rows], None].astype(np.float32)
-    rivals += mean[drawn[rows], None].astype(np.float32)
-    best = rivals.max(axis=0) if rows.size else np.full(n_samples, -np.inf, dtype=np.float32)
-    others = known[known != arm]
-    if others.size:
-        best = np.maximum(best, mean[others].max().astype(np.float32))
-    if arm in drawn:
-        (row,) = np.flatnonzero(drawn == arm)
-        own = normals[row] * np.float32(sd[arm]) + np.float32(mean[arm])
-    elif arm in known:
-        own = np.float32(mean[arm])
-    else:
-        return 0.0  # pruned: the full estimate is 0
-    # The full estimate compares with max(own, rivals) - eps; own >= own - eps always, so only the rivals count.
-    return float(np.count_nonzero(own >= np.maximum(best, own) - np.float32(eps))) / n_samples
-
-
 _NORMALS: dict[int, np.ndarray] = {}
 """The fixed normals of each sample count, ``[rows, S]``, grown as more arms are drawn."""
 
 
-def _standard_normals(n_rows: int, n_samples: int) -> np.ndarray:
+def fixed_normals(n_rows: int, n_samples: int) -> np.ndarray:
     """``[n_rows, n_samples]`` read-only float32 standard normals of a fixed seed.
 
     The generator fills rows in order, so the first rows of a larger bank equal a smaller
@@ -502,7 +370,7 @@ def _standard_normals(n_rows: int, n_samples: int) -> np.ndarray:
     return bank[:n_rows]
 
 
-def _from_mapping(cls: type, key: str, value: Any) -> Any:
+def settings_from_mapping(cls: type, key: str, value: Any) -> Any:
     """An instance of the frozen dataclass ``cls`` from itself or from a mapping of its fields (config ``key``)."""
     if isinstance(value, cls):
         return value
@@ -514,7 +382,7 @@ def _from_mapping(cls: type, key: str, value: Any) -> Any:
     return cls(**value)
 
 
-def _check_arm(arm: Any, n_arms: int) -> int:
+def check_arm(arm: Any, n_arms: int) -> int:
     if isinstance(arm, bool) or not (isinstance(arm, int | np.integer) and 0 <= arm < n_arms):
         raise ValueError(f"the arm must be an integer in [0, {n_arms}), got {arm!r}")
     return int(arm)
@@ -524,7 +392,7 @@ def _standard_error(probability: float, n_samples: int) -> float:
     return math.sqrt(probability * (1.0 - probability) / n_samples)
 
 
-def _open_unit_interval(key: str, value: Any) -> float:
+def open_unit_interval(key: str, value: Any) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):

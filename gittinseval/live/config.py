@@ -11,7 +11,8 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from gittinseval.core.certificate import CertificateSettings, ConfidenceStop
+from gittinseval.core.certificate import CertificateSettings
+from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostLearning
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.objective import Objective
@@ -53,7 +54,7 @@ class LiveConfig:
         stop_at_signal: also stop when the policy's stopping signal fires.
         certificate: level, eps and Monte Carlo samples of the recommendation's certificate
             (:class:`~gittinseval.core.certificate.CertificateSettings`, or a mapping of them).
-        stop_when: a :class:`~gittinseval.core.certificate.ConfidenceStop` (or a mapping, e.g.
+        stop_when: a :class:`~gittinseval.core.confidence_stop.ConfidenceStop` (or a mapping, e.g.
             ``{"prob_eps_best": 0.95, "eps": 0.01}``): also stop once the recommended arm is eps-best
             with that posterior probability; ``None``: no confidence stop.
         learn_costs: how each arm's expected cost per example is learned from what its

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from gittinseval.core.certificate import Certificate, StopReason
+from gittinseval.core.certificate import Certificate
+from gittinseval.core.confidence_stop import StopReason
 from gittinseval.core.protocol import Request
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import Evaluator
@@ -48,7 +49,7 @@ CERTIFICATE_REFRESH_SECONDS = 1.0
 class LiveResult:
     """End of a live run.
 
-    ``stop_reason`` is a :class:`~gittinseval.core.certificate.StopReason` value:
+    ``stop_reason`` is a :class:`~gittinseval.core.confidence_stop.StopReason` value:
     ``"budget"``, ``"policy"`` (the policy's stopping signal, with ``stop_at_signal``),
     ``"confidence"`` (the confidence stop ``stop_when``), ``"exhausted"`` (the policy
     has nothing more to ask: every example told, or its schedule done); or

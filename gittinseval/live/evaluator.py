@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from gittinseval.core.certificate import Certificate, ConfidenceStop
+from gittinseval.core.certificate import Certificate
+from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostEstimator
-from gittinseval.core.objective import shifted_posterior
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
+from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
 from gittinseval.live.ledger import Attempt, Ledger, OpenRequest
@@ -126,15 +127,10 @@ class Evaluator:
         self.binary = task.binary
         self.policy = config.policy
         self.budget_usd = config.budget_usd
-        self.certificate_settings = config.certificate
         self.objective = config.objective
         # Deployment prices: the expected dollars of a request (per example) of each arm.
-        self.deployment_prices = task.costs if self.objective.needs_prices and task.cost_unit == DOLLARS else None
-        offsets = self.objective.offsets(self.deployment_prices, task.n_arms)
-        self.value_offsets = offsets if self.objective.name == "value" else None
-        self.chooses = self.objective.name != "accuracy" and not (
-            self.objective.name == "value" and self.policy.follows_offsets
-        )
+        prices = task.costs if self.objective.needs_prices and task.cost_unit == DOLLARS else None
+        offsets = self.objective.offsets(prices, task.n_arms)
         prior = config.prior
         # Refused before a store is made: a policy that cannot run live.
         check_live_support(self.policy, self._problem(task, prior, None, offsets))
@@ -148,14 +144,12 @@ class Evaluator:
                 raw_budget = None
             else:
                 raw_budget = config.budget_usd / task.dollars_per_raw_unit
-            self.policy.reset(self._problem(task, prior, raw_budget, offsets), np.random.default_rng(config.seed))
-            report = self.policy.posterior_report()
-            self.kappa = float(report.kappa)
-            self.posterior = FiniteBenchmarkPosterior(
-                task.n_arms, task.n_examples, prior.mean, prior.var, float(report.cell_var)
-            )
             learning = config.learn_costs if task.cost_unit == DOLLARS else None
-            self.learned_costs: CostEstimator | None = None if learning is None else learning.start(task.raw_costs())
+            self.session = RunSession(
+                self.policy, self._problem(task, prior, raw_budget, offsets), seed=config.seed,
+                settings=RunSettings(config.certificate, config.stop_when, self.objective), prices=prices,
+                cost_learning=learning,
+            )
             self.settings = run_settings(task, prior, self.policy, config.seed, learning)
             if self.objective.name != "accuracy":
                 # Only then: the stores made before objectives existed keep their settings.
@@ -167,7 +161,6 @@ class Evaluator:
             self.ledger = Ledger(self.store, self.costs)
             self._outstanding: dict[int, OpenRequest] = {}
             self._reissue: list[int] = []
-            self._seen = np.zeros((self.n_arms, self.n_examples), dtype=bool)
             self._trace: list[tuple[int, int, float, int, bool]] = []
             replay(self)
             self._reissue = [request.arm for request in self.outstanding]
@@ -215,6 +208,17 @@ class Evaluator:
         return len(self.names)
 
     @property
+    def posterior(self) -> FiniteBenchmarkPosterior:
+        """The run's posterior of the arms' full-benchmark means (:attr:`RunSession.posterior
+        <gittinseval.core.session.RunSession.posterior>`)."""
+        return self.session.posterior
+
+    @property
+    def learned_costs(self) -> CostEstimator | None:
+        """The learned costs per example in the policy's raw unit, or ``None`` (not learned)."""
+        return self.session.learned_costs
+
+    @property
     def spent(self) -> float:
         """Money charged for every scoring call that may have reached the provider, over every session
         of the store: successful calls, failed ones, and calls lost in a crash (see :attr:`charged_as_expected`)."""
@@ -253,14 +257,14 @@ class Evaluator:
     @property
     def finished(self) -> bool:
         """True when every example of every arm is told."""
-        return bool(self._seen.all())
+        return bool(self.session.seen.all())
 
     def _select(self) -> Request | None:
         if not self._outstanding:
-            return self.policy.select()
+            return self.session.select()
         if not self.policy.concurrent:
             return None
-        return self.policy.select(frozenset(self._outstanding))
+        return self.session.select(frozenset(self._outstanding))
 
     @property
     def expected_handed_out(self) -> float:
@@ -463,30 +467,18 @@ class Evaluator:
         return entry
 
     def _record(self, request: Request, scores: np.ndarray, charged: float) -> None:
-        """A told request: its ``charged`` dollars (every call) go to the learned costs, which the policy may re-plan
-        with first; the policy and the posterior observe its ``[size]`` scores."""
-        learned = self.learned_costs
-        if learned is not None and learned.charge(request.arm, request.size, charged / self.task.dollars_per_raw_unit):
-            self.policy.update_costs(learned.planned)
-        self.policy.observe(request, scores)
-        self.posterior.update(request.arm, scores)
-        self._seen[request.arm, request.examples] = True
-        self._trace.append((request.arm, request.size, self.spent, self._recommended_arm(), self.stop_signal))
-
-    def _recommended_arm(self) -> int:
-        """The arm recommended under the run's objective: the policy's, or the objective's choice from the
-        run's posterior for a policy that does not follow the objective itself."""
-        arm = int(self.policy.recommend())
-        if not self.chooses:
-            return arm
-        return self.objective.choose(self.posterior, self.deployment_prices, arm, kappa=self.kappa).arm
+        """A told request: the session observes its ``[size]`` scores and its ``charged`` dollars (every call), in
+        the policy's raw cost unit (:meth:`~gittinseval.core.session.RunSession.observe`)."""
+        recommended = self.session.observe(request, scores, charged / self.task.dollars_per_raw_unit)
+        self._trace.append((request.arm, request.size, self.spent, recommended, self.stop_signal))
 
     def _describe_unknown(self, request: Request) -> str:
         arm = int(request.arm)
         if not 0 <= arm < self.n_arms:
             return f"request for arm {arm}, outside [0, {self.n_arms})"
         examples = np.asarray(request.examples)
-        if examples.size and np.isin(examples, np.arange(self.n_examples)).all() and self._seen[arm, examples].all():
+        seen = self.session.seen
+        if examples.size and np.isin(examples, np.arange(self.n_examples)).all() and seen[arm, examples].all():
             return f"arm {arm}: examples {examples[:5].tolist()} were already told"
         return (
             f"arm {arm}: no outstanding request for examples {examples[:5].tolist()}; tell() takes requests from ask()"
@@ -505,12 +497,13 @@ class Evaluator:
         """The recommended arm under the run's objective with its posterior ``M``, ``V`` and LCB (and, under
         ``value``, its value and the value's LCB); ``None`` while nothing has been told (a recommendation
         from the prior alone would be a guess)."""
-        if not self._trace:
+        session = self.session
+        if session.recommended is None:
             return None
-        arm = self._recommended_arm()
-        mean, variance = float(self.posterior.mean[arm]), float(self.posterior.variance[arm])
-        lcb = mean - self.kappa * math.sqrt(variance)
-        offset = None if self.value_offsets is None else float(self.value_offsets[arm])
+        arm = session.recommended
+        mean, variance = float(session.posterior.mean[arm]), float(session.posterior.variance[arm])
+        lcb = mean - session.kappa * math.sqrt(variance)
+        offset = None if session.value_offsets is None else float(session.value_offsets[arm])
         valued = (None, None) if offset is None else (mean + offset, lcb + offset)
         return Recommendation(arm, self.names[arm], mean, variance, lcb, self.labels[arm], *valued)
 
@@ -521,21 +514,12 @@ class Evaluator:
         About 40 ms at K = 1500 arms (the Monte Carlo draws): a driver asks for it when it writes a
         status or refreshes its progress, not after every tell.
         """
-        if not self._trace:
-            return None
-        return self.certificate_settings.certify(self._certified_posterior(), self._recommended_arm())
+        return self.session.certificate()
 
     def confident(self, stop: ConfidenceStop) -> bool:
         """Whether ``stop`` is reached: the recommended arm is eps-best with its probability.  Cheap in most
         calls (Gaussian bounds decide; Monte Carlo only when they do not), so a driver asks after each tell."""
-        return bool(self._trace) and stop.reached(self._certified_posterior(), self._recommended_arm())
-
-    def _certified_posterior(self) -> FiniteBenchmarkPosterior:
-        """The posterior the certificate and the confidence stop read: of ``Zbar_k + b_k`` under the ``value``
-        objective (so they are of the value the run recommends by), else of the accuracy."""
-        if self.value_offsets is None:
-            return self.posterior
-        return shifted_posterior(self.posterior, self.value_offsets)
+        return self.session.confident(stop)
 
     def status(self) -> ArmStatus:
         """The arms' table: told examples (and those kept from a failed call), requests in flight, posterior
@@ -543,11 +527,12 @@ class Evaluator:
         each arm's guessed and learned dollars per example; under the ``value`` objective each arm's value and
         its LCB, the certificate's columns being of the value."""
         kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
-        learned = self.learned_costs
+        session = self.session
+        learned = session.learned_costs
         costs = None if learned is None else (self.costs, learned.estimate * self.task.dollars_per_raw_unit)
         return ArmStatus.of(
-            self.posterior, self.labels, list(self._outstanding), self.kappa, kept, self.certificate(), costs,
-            self.value_offsets,
+            session.posterior, self.labels, list(self._outstanding), session.kappa, kept, self.certificate(), costs,
+            session.value_offsets,
         )
 
     def trace(self) -> dict[str, np.ndarray]:

@@ -12,9 +12,9 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from gittinseval.core.certificate import DEFAULT_SAMPLES, CertificateSettings, ConfidenceStop, format_certificate
-from gittinseval.core.objective import Objective
+from gittinseval.core.certificate import format_certificate
 from gittinseval.core.priors import GaussianPrior
+from gittinseval.core.session import RunSettings
 from gittinseval.sim.results_store import RunRow, stored_run
 from gittinseval.sim.simulator import RunResult, simulate
 from gittinseval.utils.caches import clear_run_shared_caches
@@ -39,9 +39,7 @@ RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads
 # changes the summary (another certificate, a recorded confidence stop, another recommendation) and
 # so the digest.
 LATER_SETTINGS = {
-    "certificate": {"level": 0.95, "eps": 0.01, "samples": DEFAULT_SAMPLES},
-    "stop_when": None,
-    "objective": {"name": "accuracy", "mu": 0.0, "eps": 0.01, "delta": 0.05},
+    **RunSettings.defaults_as_config(),
     "checkpoint_certificates": False,
     "cold_start": False,
     "record_arm_spend": False,
@@ -182,9 +180,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             prior_name=prior.name,
             progress=bool(cfg.progress),
             cell_costs=cost_model.cell_costs(benchmark),
-            certificate=CertificateSettings.of(cfg.get("certificate")),
-            stop_when=ConfidenceStop.of(cfg.get("stop_when")),
-            objective=Objective.from_config(cfg.get("objective")),
+            settings=RunSettings.from_config(cfg),
             cost_plan=cost_model.plan(benchmark, seed),
             checkpoint_certificates=boolean("checkpoint_certificates", cfg.get("checkpoint_certificates", False)),
             record_arm_spend=boolean("record_arm_spend", cfg.get("record_arm_spend", False)),

@@ -16,12 +16,13 @@ import pyarrow
 import pyarrow.csv
 from tqdm.auto import tqdm
 
-from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, posterior_from_statistics
+from gittinseval.core.certificate import CertificateSettings, posterior_from_statistics
+from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostPlan
-from gittinseval.core.objective import Objective, shifted_posterior
-from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.objective import shifted_posterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
+from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.data import Benchmark
 from gittinseval.utils.validation import fraction_in_unit_interval, positive_finite_values
 
@@ -112,14 +113,12 @@ def simulate(
     *,
     budget_fraction: float = 0.10,
     seed: int = 0,
+    settings: RunSettings | None = None,
+    cell_costs: np.ndarray | None = None,
+    cost_plan: CostPlan | None = None,
     cost_mode: str = "custom",
     prior_name: str | None = None,
     progress: bool = False,
-    cell_costs: np.ndarray | None = None,
-    certificate: CertificateSettings | None = None,
-    stop_when: ConfidenceStop | None = None,
-    objective: Objective | None = None,
-    cost_plan: CostPlan | None = None,
     checkpoint_certificates: bool = False,
     record_arm_spend: bool = False,
 ) -> RunResult:
@@ -128,11 +127,13 @@ def simulate(
     The budget is ``budget_fraction`` of the exhaustive cost ``N * sum_k c_k``; it
     is checked after each batch, so the last batch may cross it.  The run goes on
     past the policy's stopping signal and records the cost at which it fired, and
-    likewise past the confidence stop ``stop_when`` (``confidence_stop`` in the
+    likewise past the confidence stop ``settings.stop_when`` (``confidence_stop`` in the
     summary: the step, cost and regret at which the recommended arm was first
     eps-best with the required posterior probability).  It ends early only if the
     policy has nothing left to request.  A benchmark of one arm is refused: there is
-    nothing to compare.
+    nothing to compare.  The run's bookkeeping (posterior, learned costs, recommendation
+    under the objective, certificate, confidence stop) is a
+    :class:`~gittinseval.core.session.RunSession`, the live evaluator's too.
 
     The summary's ``certificate`` is the final recommendation's
     (:func:`~gittinseval.core.certificate.certify`, with the run's prior and the policy's
@@ -156,16 +157,9 @@ def simulate(
         prior: the benchmark-level prior handed to the policy.
         budget_fraction: budget as a fraction of the exhaustive cost, in (0, 1].
         seed: seed of the run; all of the policy's randomness derives from it.
-        cost_mode, prior_name: names recorded in the summary.
-        progress: show a progress bar.
-        cell_costs: ``[K, N]`` raw cost of each cell, charged instead of ``costs``
-            (which the policy still plans with); their row sums must equal
-            ``N * costs``, so that the budget is the same fraction of all cells.
-        certificate: level, eps and Monte Carlo samples of the certificate (``None``: the defaults).
-        stop_when: the confidence stop to record (``None``: none; the run never ends at it).
-        objective: what the run recommends (:class:`~gittinseval.core.objective.Objective`;
-            ``None``: ``accuracy``, the policy's own recommendation).  ``value`` and
-            ``cheapest_within`` read the benchmark's prices as deployment prices.  Under
+        settings: the certificate, the confidence stop to record (the run never ends at it) and
+            the objective (:class:`~gittinseval.core.session.RunSettings`; ``None``: the defaults).
+            ``value`` and ``cheapest_within`` read the benchmark's prices as deployment prices.  Under
             ``value`` GittinsEval allocates by ``Zbar_k + b_k`` (the problem's ``offsets``),
             every other policy's recommendation after each batch is the objective's choice
             from the run's posterior, and the regret is that of the value,
@@ -174,18 +168,29 @@ def simulate(
             Monte Carlo certificate per batch: slow for many arms), and the regret stays that
             of accuracy.  The summary's ``objective`` records the settings and whether the
             final recommendation qualified.
+        cell_costs: ``[K, N]`` raw cost of each cell, charged instead of ``costs``
+            (which the policy still plans with); their row sums must equal
+            ``N * costs``, so that the budget is the same fraction of all cells.
         cost_plan: the costs the policy plans with instead of ``costs`` (which still set
-            the budget and are charged), and whether it learns them: after each batch its
-            charge goes to a :class:`~gittinseval.core.cost_learning.CostEstimator`, and the
-            policy gets the estimates (:meth:`~gittinseval.core.protocol.Policy.update_costs`)
-            before it observes the batch whenever one moves by more than the refresh share.
-            The summary records the plan's name (``cost_plan``) and the re-plans
-            (``cost_refreshes``).
+            the budget and are charged), and whether it learns them from the charges
+            (:class:`~gittinseval.core.cost_learning.CostEstimator`).  The summary records the
+            plan's name (``cost_plan``) and the re-plans (``cost_refreshes``).
+        cost_mode, prior_name: names recorded in the summary.
+        progress: show a progress bar.
         checkpoint_certificates: add the summary's ``certificates`` (above).
+        record_arm_spend: add the summary's ``arm_spend`` (above).
     """
-    certificate = CertificateSettings.of(certificate)
+    settings = RunSettings() if settings is None else settings
+    if not isinstance(settings, RunSettings):
+        raise TypeError(f"settings must be a RunSettings, got {type(settings).__name__}")
     # The one check of the budget fraction (the config key `budget` of gittinseval).
     budget_fraction = fraction_in_unit_interval("budget", budget_fraction)
+    if not isinstance(benchmark, Benchmark):
+        raise TypeError(f"benchmark must be a gittinseval.data.Benchmark, got {type(benchmark).__name__}")
+    if not isinstance(policy, Policy):
+        raise TypeError(
+            f"policy must be a gittinseval.core.protocol.Policy (e.g. GittinsPolicy()), got {type(policy).__name__}"
+        )
     scores = benchmark.scores
     n_arms, n_examples = scores.shape
     if n_arms < 2:
@@ -193,7 +198,7 @@ def simulate(
         raise ValueError(
             f"benchmark {benchmark.name!r} has one arm: there is nothing to compare; give a matrix of two arms or more"
         )
-    objective = Objective() if objective is None else objective
+    objective = settings.objective
     prices = benchmark.prices if objective.needs_prices else None
     offsets = objective.offsets(prices, n_arms)
     # Without a plan the problem checks the costs; with one, it checks the guess.
@@ -220,14 +225,7 @@ def simulate(
             raise ValueError("the arms' costs must be the row means of the cell costs")
     row_means = benchmark.row_means + offsets
     best = float(row_means.max())
-    chooses = objective.name != "accuracy" and not (objective.name == "value" and policy.follows_offsets)
-    score_sum = np.zeros(n_arms)
-    n_seen = np.zeros(n_arms, dtype=np.int64)
-    report = policy.posterior_report()
-    choice = None
     exhaustive = n_examples * float(np.sum(costs))
-    learned = None if cost_plan is None or cost_plan.learning is None else cost_plan.learning.start(problem.costs)
-    seen = np.zeros(scores.shape, dtype=bool)
     rows: list[tuple[int, int, float, int]] = []
     batch_sums: list[float] = []
     spent = 0.0
@@ -235,46 +233,31 @@ def simulate(
     confidence_step = None
 
     started = time.perf_counter()
-    policy.reset(problem, np.random.default_rng(seed))
-    cell_var = float(policy.posterior_report().cell_var)
-    # The posterior of the confidence stop, updated batch by batch (only when there is a stop to check).
-    posterior = FiniteBenchmarkPosterior(n_arms, n_examples, prior.mean, prior.var, cell_var)
+    session = RunSession(
+        policy, problem, seed=seed, settings=settings, prices=prices,
+        cost_learning=None if cost_plan is None else cost_plan.learning,
+    )
     # The bar counts percent of the budget: raw costs are long floats.
     bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
     with tqdm(total=problem.budget, disable=not progress, desc=policy.name, bar_format=bar_format) as bar:
         while spent < problem.budget:
-            request = policy.select()
+            request = session.select()
             if request is None:
                 break
-            size = _check_request(request, seen, n_arms)
+            size = _check_request(request, session.seen, n_arms)
             if cell_costs is None:
                 batch_cost = size * float(costs[request.arm])
             else:
                 batch_cost = float(cell_costs[request.arm, request.examples].sum())
-            seen[request.arm, request.examples] = True
             batch_scores = scores[request.arm, request.examples]
-            if learned is not None and learned.charge(request.arm, size, batch_cost):
-                policy.update_costs(learned.planned)
-            policy.observe(request, batch_scores)
+            recommended = session.observe(request, batch_scores, batch_cost)
             spent += batch_cost
-            recommended = policy.recommend()
-            if chooses:
-                score_sum[request.arm] += scores[request.arm, request.examples].sum()
-                n_seen[request.arm] += size
-                choice_posterior = posterior_from_statistics(
-                    score_sum, n_seen, n_examples, prior.mean, prior.var, cell_var=report.cell_var
-                )
-                choice = objective.choose(choice_posterior, prices, recommended, kappa=report.kappa)
-                recommended = choice.arm
             rows.append((request.arm, request.size, spent, recommended))
             batch_sums.append(float(batch_scores.sum()))
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
-            if stop_when is not None and confidence_step is None:
-                posterior.update(request.arm, batch_scores)
-                stop_posterior = shifted_posterior(posterior, offsets) if objective.name == "value" else posterior
-                if stop_when.reached(stop_posterior, rows[-1][3]):
-                    confidence_step = len(rows)
+            if confidence_step is None and session.confident():
+                confidence_step = len(rows)
             bar.update(batch_cost)
     wall_time = time.perf_counter() - started
 
@@ -295,8 +278,8 @@ def simulate(
     # Under `value` a certificate is of the value Zbar_k + b_k, as the regret is.
     certificate_after = partial(
         _certificate_after, trace=trace, batch_sums=np.asarray(batch_sums), n_examples=n_examples, prior=prior,
-        cell_var=cell_var, settings=certificate, row_means=row_means,
-        offsets=offsets if objective.name == "value" else None,
+        cell_var=session.cell_var, settings=settings.certificate, row_means=row_means,
+        offsets=session.value_offsets,
     )
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
@@ -332,7 +315,7 @@ def simulate(
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
         "certificate": certificate_after(len(rows) - 1),
-        "confidence_stop": _confidence_stop(stop_when, confidence_step, spend, cost_pct, regret),
+        "confidence_stop": _confidence_stop(settings.stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
         "diagnostics": policy.diagnostics(),
@@ -355,10 +338,11 @@ def simulate(
         if cost_plan is not None:
             summary["arm_planned_over_true"] = (np.asarray(cost_plan.guess, dtype=np.float64) / costs).tolist()
     if objective.name != "accuracy":
-        qualified = None if choice is None else choice.qualified
+        qualified = None if session.choice is None else session.choice.qualified
         summary["objective"] = {**objective.as_dict(), "qualified": qualified}
     if cost_plan is not None:
         summary["cost_plan"] = cost_plan.name
+        learned = session.learned_costs
         summary["cost_refreshes"] = 0 if learned is None else learned.n_refreshes
     return RunResult(trace=trace, summary=summary)
 

@@ -10,15 +10,8 @@ from scipy.stats import norm
 
 from baselines.ucbe import UCBEPolicy
 from baselines.uniform import UniformPolicy
-from gittinseval.core.certificate import (
-    DEFAULT_SAMPLES,
-    ConfidenceStop,
-    StopReason,
-    _eps_best_ceiling,
-    certify,
-    eps_best_bounds,
-    posterior_from_statistics,
-)
+from gittinseval.core.certificate import DEFAULT_SAMPLES, certify, posterior_from_statistics
+from gittinseval.core.confidence_stop import ConfidenceStop, StopReason, _eps_best_ceiling, eps_best_bounds
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request

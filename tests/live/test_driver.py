@@ -13,7 +13,8 @@ import pytest
 
 from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
-from gittinseval.core.certificate import ConfidenceStop
+from gittinseval.core.confidence_stop import ConfidenceStop
+from gittinseval.core.session import RunSettings
 from gittinseval.live import (
     LiveConfig,
     LiveTask,
@@ -357,7 +358,7 @@ def test_the_certificate_of_a_live_run_is_the_simulator_s_on_the_same_scores(ben
 def test_the_confidence_stop_ends_the_run_where_the_simulator_records_it(bench):
     stop = {"prob_eps_best": 0.7, "eps": 0.05}
     simulated = simulate(bench, GittinsPolicy(B, 1e-3), bench.prices, GaussianPrior(), budget_fraction=1.0,
-                         stop_when=ConfidenceStop(**stop))
+                         settings=RunSettings(stop_when=ConfidenceStop(**stop)))
     step = simulated.summary["confidence_stop"]["step"]
     assert step is not None and step < simulated.summary["n_steps"]
     live = evaluate(range(K), range(N), MatrixScorer(bench.scores), 1e9, stop_when=stop, certificate={"eps": 0.05},

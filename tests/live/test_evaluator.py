@@ -11,6 +11,7 @@ from baselines.ucbe import UCBEPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
 from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import PosteriorReport
+from gittinseval.core.session import RunSettings
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, ScoringError, evaluate
 from gittinseval.utils.validation import ConfigError
 from tests.conftest import binary_benchmark
@@ -347,7 +348,7 @@ def test_a_live_run_under_an_objective_is_the_simulators_run(bench, make_policy,
     """Live, an arm's deployment price is its expected dollars per example: here the benchmark's prices."""
     budget_fraction = 0.3
     simulated = simulate(bench, make_policy(), bench.prices, GaussianPrior(0.5, 0.04),
-                         budget_fraction=budget_fraction, seed=3, objective=objective)
+                         budget_fraction=budget_fraction, seed=3, settings=RunSettings(objective=objective))
     accuracy = simulate(bench, make_policy(), bench.prices, GaussianPrior(0.5, 0.04),
                         budget_fraction=budget_fraction, seed=3)
     live = evaluate(range(K), range(N), MatrixScorer(bench.scores), budget_fraction * N * bench.prices.sum(),

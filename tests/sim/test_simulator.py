@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
-from gittinseval.core.certificate import CertificateSettings, ConfidenceStop, certify, posterior_from_statistics
+from gittinseval.core.certificate import CertificateSettings, certify, posterior_from_statistics
+from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
+from gittinseval.core.session import RunSettings
 from gittinseval.sim.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
 from tests.conftest import binary_benchmark
 
@@ -326,7 +328,7 @@ def test_the_certificate_takes_its_settings_and_a_complete_arm_is_known_exactly(
     bench = binary_benchmark(6, 40, seed=2)
     settings = CertificateSettings(level=0.8, eps=0.05, samples=512)
     result = simulate(bench, GittinsPolicy(batch_size=8), np.ones(6), GaussianPrior(), budget_fraction=1.0,
-                      certificate=settings)
+                      settings=RunSettings(certificate=settings))
     cert = result.summary["certificate"]
     assert (cert["level"], cert["eps"], cert["n_samples"]) == (0.8, 0.05, 512)
     # A full budget sees every cell: the recommended arm's mean is known, its interval the point.
@@ -337,7 +339,7 @@ def test_the_run_goes_past_the_confidence_stop_and_records_where_it_fired(benchm
     stop = ConfidenceStop(prob_eps_best=0.6, eps=0.05)
     policy = RecordingGittins(batch_size=4)
     result = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(), budget_fraction=0.5,
-                      stop_when=stop)
+                      settings=RunSettings(stop_when=stop))
     record, trace = result.summary["confidence_stop"], result.trace
     step = record["step"]
     assert step is not None and step < result.summary["n_steps"]
@@ -373,7 +375,8 @@ def test_the_default_objective_is_the_run_of_today(benchmark):
 
     before = run(benchmark, batch_size=4)
     policy = GittinsPolicy(batch_size=4)
-    after = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(), objective=Objective())
+    after = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(),
+                     settings=RunSettings(objective=Objective()))
     for name in TRACE_COLUMNS:
         assert np.array_equal(before.trace[name], after.trace[name]), name
     assert "objective" not in after.summary
@@ -388,7 +391,7 @@ def test_value_recommends_for_a_policy_that_ignores_offsets_from_the_posterior(p
     offsets = -0.05 * priced_example.prices
     prior = GaussianPrior()
     result = simulate(priced_example, UniformPolicy(batch_size=8), priced_example.prices, prior,
-                      budget_fraction=1.0, objective=objective)
+                      budget_fraction=1.0, settings=RunSettings(objective=objective))
     trace = result.trace
     # Replay the trace's cells: the recommendation after each batch is the value LCB's argmax.
     scores, order = priced_example.scores, UniformPolicy(batch_size=8)
@@ -422,7 +425,7 @@ def test_cheapest_within_recommends_the_cheapest_near_best_arm(priced_example, e
     policy = GittinsPolicy(batch_size=8)
     accuracy = simulate(priced_example, policy, priced_example.prices, GaussianPrior(), **settings)
     result = simulate(priced_example, policy, priced_example.prices, GaussianPrior(),
-                      objective=Objective("cheapest_within", eps=eps, delta=0.05), **settings)
+                      settings=RunSettings(objective=Objective("cheapest_within", eps=eps, delta=0.05)), **settings)
     assert result.summary["objective"] == {"name": "cheapest_within", "eps": eps, "delta": 0.05,
                                            "qualified": qualified}
     # At the full budget every mean is known: large/steps (0.755) is within 0.05 of xlarge/steps (0.800), 4x cheaper.
@@ -439,7 +442,7 @@ def test_under_value_the_certificate_is_of_the_value_the_run_recommends_by(price
     objective = Objective(name="value", mu=0.05)
     policy = RecordingGittins(batch_size=4)
     summary = simulate(priced_example, policy, priced_example.prices, GaussianPrior(), budget_fraction=0.2,
-                       objective=objective).summary
+                       settings=RunSettings(objective=objective)).summary
     arm, offsets = summary["final_recommended"], objective.offsets(priced_example.prices, priced_example.n_arms)
     accuracy = posterior_from_statistics(policy.sums, policy.counts, priced_example.n_examples, 0.5, 0.04)
     expected = CertificateSettings().certify(shifted_posterior(accuracy, offsets), arm)
