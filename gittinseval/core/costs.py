@@ -102,7 +102,7 @@ class CellCost:
         if benchmark.cell_costs is None:
             raise ValueError(
                 f"benchmark {benchmark.name!r} has no per-cell costs; use cost=aware or cost=unit "
-                "(benchmark=gsm8k_zeroeval has them)"
+                "(benchmark=gsm8k_zeroeval, crux_zeroeval and math_l5_zeroeval have them)"
             )
         return benchmark.cell_costs
 
