@@ -10,7 +10,7 @@ same matrix, with the paper's ensemble (rank 1, 64 members, 10 ALS rounds, B = 3
 
 * ``banditeval.bandits.upper_confidence_bound_exploration_low_rank_factorization``,
   ``--reference-steps`` calls;
-* :class:`baselines.lrf.LRFPolicy` with ``dropout_draws="stream"`` (parity: the
+* :class:`gittinseval.baselines.lrf.LRFPolicy` with ``dropout_draws="stream"`` (parity: the
   reference's whole ``torch.rand(E, K, N)`` stream per fit), with
   ``dropout_draws="observed"`` (the dropout of the observed cells only; the
   experiments' default) and with ``"observed"`` and ``warm_start=true``: blocks of
@@ -43,8 +43,8 @@ import numpy as np
 import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy
 from gittinseval import EvaluationProblem, Request
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
 from gittinseval.data import load_mmlu
 
 BATCH_SIZE = 32

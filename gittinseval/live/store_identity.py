@@ -5,6 +5,10 @@ The identity is the ``settings`` table (:func:`run_settings`) with the arms' nam
 everything that makes a score or a selection.  A new store is defined with it; an existing one is
 resumed only when its recorded identity is the one given (:func:`define_or_check`), so that its scores
 and spend carry over; :func:`stored_run` rebuilds the task and the settings from what a store records.
+
+A bundled baseline is recorded by its ``_target_`` from before the baselines moved into the package
+(:func:`~gittinseval.core.params.legacy_targets`: ``baselines.ucbe.UCBEPolicy``), so that a store made
+before the move is resumed, or refused, as it was then, and a store made since reads the same.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gittinseval.core.cost_learning import CostLearning
-from gittinseval.core.params import build, get_params, target_of
+from gittinseval.core.params import build, get_params, legacy_targets, target_of
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy
 from gittinseval.live.config import LiveConfig
@@ -50,8 +54,9 @@ def run_settings(
 ) -> dict[str, Any]:
     """The ``settings`` a store records of a run, as they read back from JSON: the store's format, the
     examples (their number and a digest of their content), the scorer, the prior, the policy's ``_target_``
-    and hyperparameters, the cost unit, ``tokens_per_example``, ``binary``, the seed and how the costs are
-    learned (``None``: not learned; a store made before costs were learned records none)."""
+    and hyperparameters (a bundled baseline's ``_target_``s by their old names, see the module docstring),
+    the cost unit, ``tokens_per_example``, ``binary``, the seed and how the costs are learned (``None``:
+    not learned; a store made before costs were learned records none)."""
     return _jsonable(
         {
             "format": STORE_FORMAT,
@@ -60,7 +65,7 @@ def run_settings(
             "scorer": task.scorer,
             "prior_mean": float(prior.mean),
             "prior_var": float(prior.var),
-            "policy": {"_target_": target_of(policy), **policy.hyperparameters()},
+            "policy": legacy_targets({"_target_": target_of(policy), **policy.hyperparameters()}),
             "cost_unit": task.cost_unit,
             "tokens_per_example": task.tokens_per_example,
             "binary": task.binary,
@@ -169,11 +174,12 @@ def _shown(value: Any) -> str:
 def stored_run(store: str | Path) -> tuple[TaskDefinition, LiveConfig]:
     """The task and the settings an existing store was created with.
 
-    The policy is rebuilt by :func:`~gittinseval.core.params.build` from its ``_target_``
-    and its recorded parameters (:meth:`~gittinseval.core.protocol.Policy.get_params`,
-    nested objects included, with the batch size the run resolved), and ``budget_usd``
-    from the raw budget the policy plans for (``None`` when the run had none).  The task
-    has no scoring function: its arms, number of examples, costs and identity only.
+    The policy is rebuilt by :func:`~gittinseval.core.params.build` from its ``_target_`` (a
+    baseline's old name included) and its recorded parameters
+    (:meth:`~gittinseval.core.protocol.Policy.get_params`, nested objects included, with the
+    batch size the run resolved), and ``budget_usd`` from the raw budget the policy plans for
+    (``None`` when the run had none).  The task has no scoring function: its arms, number of
+    examples, costs and identity only.
     """
     if not Path(store).is_file():
         raise FileNotFoundError(f"no store at {store}")

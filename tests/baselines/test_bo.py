@@ -22,8 +22,9 @@ from hydra.utils import instantiate
 from scipy.optimize import brentq
 from scipy.stats import chisquare, norm
 
-import baselines.bo as bo
-from baselines.bo import (
+import gittinseval.baselines.bo as bo
+import gittinseval.baselines.bo.policy as bo_policy
+from gittinseval.baselines.bo import (
     CategoricalLossClosure,
     ConfigurationBOPolicy,
     categorical_correlation,
@@ -32,9 +33,9 @@ from baselines.bo import (
     mismatch_of,
     mixed_gp,
 )
-from baselines.logei import LogEIPolicy
-from baselines.logeipc import LogEIPCPolicy, LogExpectedImprovementPerCost
-from baselines.pbgi import PandoraBoxGittinsIndex, PBGIPolicy, solve_log_ei_equation
+from gittinseval.baselines.logei import LogEIPolicy
+from gittinseval.baselines.logeipc import LogEIPCPolicy, LogExpectedImprovementPerCost
+from gittinseval.baselines.pbgi import PandoraBoxGittinsIndex, PBGIPolicy, solve_log_ei_equation
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem
@@ -170,8 +171,8 @@ def test_runs_make_the_decisions_of_botorchs_own_fit_and_posterior(policy_class,
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), max_attempts=1)
         return model
 
-    monkeypatch.setattr(bo, "mixed_gp", lambda X, Y, noise, state=None: stock_gp(X, Y, noise))
-    monkeypatch.setattr(bo, "fit_mixed_gp", stock_fit)
+    monkeypatch.setattr(bo_policy, "mixed_gp", lambda X, Y, noise, state=None: stock_gp(X, Y, noise))
+    monkeypatch.setattr(bo_policy, "fit_mixed_gp", stock_fit)
     stock = run(policy_class(), benchmark, prices, seed=2, budget_fraction=budget)
     assert fast.summary["n_steps"] > 2 * fast.summary["hyperparameters"]["n_initial"]
     for name in ("arm", "recommended", "cost"):
@@ -444,9 +445,9 @@ def failing_fit(fail_when):
 
 
 def test_every_fit_failing_falls_back_to_random_configurations(monkeypatch, caplog):
-    monkeypatch.setattr(bo, "fit_mixed_gp", failing_fit(lambda n, model: True))
+    monkeypatch.setattr(bo_policy, "fit_mixed_gp", failing_fit(lambda n, model: True))
     benchmark = random_benchmark(n_arms=60, seed=6)
-    with caplog.at_level(logging.WARNING, logger="baselines.bo"):
+    with caplog.at_level(logging.WARNING, logger="gittinseval.baselines.bo"):
         result = run(PBGIPolicy(), benchmark, np.ones(60))
     params = result.summary["hyperparameters"]
     assert result.summary["n_steps"] == 6 and len(set(result.trace["arm"])) == 6
@@ -462,9 +463,9 @@ def test_a_failed_fit_is_retried_from_random_hyperparameters(monkeypatch, caplog
         starts.append(model.covar_module.outputscale.item())
         return n % 2 == 1  # every first attempt fails
 
-    monkeypatch.setattr(bo, "fit_mixed_gp", failing_fit(fail_on_default_start))
+    monkeypatch.setattr(bo_policy, "fit_mixed_gp", failing_fit(fail_on_default_start))
     benchmark = random_benchmark(n_arms=60, seed=6)
-    with caplog.at_level(logging.WARNING, logger="baselines.bo"):
+    with caplog.at_level(logging.WARNING, logger="gittinseval.baselines.bo"):
         result = run(LogEIPolicy(), benchmark, np.ones(60))
     params = result.summary["hyperparameters"]
     assert params["fit_failures"] == 3 and params["fallback_steps"] == 0
@@ -473,7 +474,7 @@ def test_a_failed_fit_is_retried_from_random_hyperparameters(monkeypatch, caplog
 
 
 def test_later_failures_reuse_the_previous_hyperparameters(monkeypatch, caplog):
-    monkeypatch.setattr(bo, "fit_mixed_gp", failing_fit(lambda n, model: n > 1))
+    monkeypatch.setattr(bo_policy, "fit_mixed_gp", failing_fit(lambda n, model: n > 1))
     seen = []
     original = ConfigurationBOPolicy._fit_surrogate
 
@@ -484,7 +485,7 @@ def test_later_failures_reuse_the_previous_hyperparameters(monkeypatch, caplog):
 
     monkeypatch.setattr(ConfigurationBOPolicy, "_fit_surrogate", spy)
     benchmark = random_benchmark(n_arms=60, seed=6)
-    with caplog.at_level(logging.WARNING, logger="baselines.bo"):
+    with caplog.at_level(logging.WARNING, logger="gittinseval.baselines.bo"):
         result = run(LogEIPCPolicy(), benchmark, np.ones(60))
     assert result.summary["hyperparameters"]["fallback_steps"] == len(seen) - 1 == 2
     for state in seen[1:]:

@@ -5,12 +5,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from baselines._common import RunningMeans, cell_budget
-from baselines.lrf import LowRankEnsemble, LRFPolicy
-from baselines.prompteval import PromptEvalPolicy
-from baselines.sysrs import SySRsPolicy
-from baselines.ucbe import UCBEPolicy
-from baselines.uniform import UniformPolicy
+from gittinseval.baselines._common import RunningMeans, cell_budget
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
+from gittinseval.baselines.prompteval import PromptEvalPolicy
+from gittinseval.baselines.sysrs import SySRsPolicy
+from gittinseval.baselines.ucbe import UCBEPolicy
+from gittinseval.baselines.uniform import UniformPolicy
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem
@@ -59,7 +59,7 @@ def test_lrf_ensemble_is_configurable():
         cfg = compose(config_name="config", overrides=["policy=lrf", "policy.ensemble.rank=2"])
     policy = instantiate(cfg.policy)
     assert isinstance(policy.ensemble, LowRankEnsemble)
-    ensemble = {"_target_": "baselines.lrf.LowRankEnsemble", "rank": 2, "ensemble_size": 64, "ridge": 0.1,
+    ensemble = {"_target_": "gittinseval.baselines.lrf.LowRankEnsemble", "rank": 2, "ensemble_size": 64, "ridge": 0.1,
                 "drop_probability": 0.05, "iterations": 10, "pairing": "reference", "dropout_draws": "observed"}
     params = policy.get_params()
     assert params["ensemble"] == ensemble

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from baselines.prompteval import PromptEvalPolicy, rasch_completion
+from gittinseval.baselines.prompteval import PromptEvalPolicy, rasch_completion
 from gittinseval.core.protocol import EvaluationProblem
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from baselines.sysrs import SySRsPolicy, successive_rejects_schedule
+from gittinseval.baselines.sysrs import SySRsPolicy, successive_rejects_schedule
 from gittinseval.core.protocol import EvaluationProblem
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from banditeval.bandits import upper_confidence_bound_exploration
 
-from baselines.ucbe import UCBEPolicy
+from gittinseval.baselines.ucbe import UCBEPolicy
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request
 from gittinseval.data import Benchmark

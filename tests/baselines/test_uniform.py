@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from baselines.uniform import UniformPolicy
+from gittinseval.baselines.uniform import UniformPolicy
 from gittinseval.core.protocol import EvaluationProblem
 
 

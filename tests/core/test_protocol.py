@@ -7,9 +7,9 @@ configured policy by ``tests/test_policy_checks.py``."""
 import numpy as np
 import pytest
 
-from baselines.pbgi import PBGIPolicy
-from baselines.prompteval import PromptEvalPolicy
-from baselines.ucbe import UCBEPolicy
+from gittinseval.baselines.pbgi import PBGIPolicy
+from gittinseval.baselines.prompteval import PromptEvalPolicy
+from gittinseval.baselines.ucbe import UCBEPolicy
 from gittinseval.core.protocol import (
     EvaluationProblem,
     RandomExampleOrder,

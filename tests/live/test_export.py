@@ -19,8 +19,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
-from baselines.uniform import UniformPolicy
 from gittinseval import GaussianPrior
+from gittinseval.baselines.uniform import UniformPolicy
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.live import main
 from gittinseval.data import load_matrix

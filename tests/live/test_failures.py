@@ -9,12 +9,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy
-from baselines.pbgi import PBGIPolicy
-from baselines.prompteval import PromptEvalPolicy
-from baselines.ucbe import UCBEPolicy
-from baselines.uniform import UniformPolicy
 from gittinseval import GittinsPolicy
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
+from gittinseval.baselines.pbgi import PBGIPolicy
+from gittinseval.baselines.prompteval import PromptEvalPolicy
+from gittinseval.baselines.ucbe import UCBEPolicy
+from gittinseval.baselines.uniform import UniformPolicy
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, StoreLockedError, evaluate
 from tests.conftest import binary_benchmark
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from baselines.ucbe import UCBEPolicy
 from gittinseval import EmpiricalPriorEstimator, GaussianPrior, GittinsPolicy, simulate
+from gittinseval.baselines.ucbe import UCBEPolicy
 from gittinseval.core.roots import root_schedule
 from gittinseval.data import load_mmlu
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, evaluate, matrix_task

@@ -1,9 +1,11 @@
 """A store's identity covers everything that makes a score; a change is refused, a fork starts afresh;
 ``Evaluator.from_store`` rebuilds every live policy from its record."""
 
+import copy
 import json
 import re
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,10 +13,12 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
 from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.live import LIVE_CONFIG_NAME
+from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.params import target_of
-from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, matrix_task
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, RunStore, matrix_task
 from gittinseval.live.tasks.scoring import bundled_prices, read_jsonl
 from tests.conftest import binary_benchmark
 
@@ -204,6 +208,46 @@ def test_from_store_rebuilds_every_live_policy_and_goes_on_as_the_original(tmp_p
     assert json.loads(json.dumps(rebuilt)) == json.loads(json.dumps(recorded))
     assert [step(reopened) for _ in range(6)] == [step(reference) for _ in range(6)]
     reopened.close()
+
+
+def test_a_store_made_before_the_baselines_moved_into_the_package_resumes_or_is_refused_as_then(tmp_path):
+    """Before the move a store recorded a baseline by its top-level path (`baselines.lrf.LRFPolicy`, its
+    ensemble `baselines.lrf.LowRankEnsemble`); a store made now records the same, so the old one resumes
+    with the same policy, is rebuilt by `from_store`, and is refused for another policy or setting."""
+    bench = binary_benchmark(6, 40, seed=3)
+    task = matrix_task(bench)
+    budget = 0.5 * bench.n_examples * float(np.sum(task.costs))
+
+    def config(store, iterations=3):
+        ensemble = LowRankEnsemble(ensemble_size=6, iterations=iterations)
+        return LiveConfig(budget_usd=budget, policy=LRFPolicy(batch_size=4, ensemble=ensemble), store=store, seed=2)
+
+    with Evaluator(task, config(tmp_path / "now.sqlite")) as now:
+        settings, names, costs = now.store.load_definition()
+        meta = {key: now.store.get_meta(key) for key in ("policy_budget", "forked_from")}
+    # The definition the evaluator of the top-level package wrote, with the store's own API.
+    before = copy.deepcopy(settings)
+    before["policy"]["_target_"] = "baselines.lrf.LRFPolicy"
+    before["policy"]["ensemble"]["_target_"] = "baselines.lrf.LowRankEnsemble"
+    assert before == settings  # a store made now records what one made then did
+    old = tmp_path / "before.sqlite"
+    writer = RunStore(old)
+    writer.define(before, names, costs, meta=meta)
+    writer.close()
+
+    with Evaluator(task, config(old)) as resumed:
+        assert resumed.resumed
+        request = resumed.ask()
+        resumed.tell(request, bench.scores[request.arm, request.examples])
+    reopened = Evaluator.from_store(old)
+    assert type(reopened.policy) is LRFPolicy and type(reopened.policy.ensemble) is LowRankEnsemble
+    assert reopened.policy.get_params() == config(None).policy.get_params() and reopened.trace()["step"].size == 1
+    reopened.close()
+    with pytest.raises(ValueError, match=r"policy\.ensemble\.iterations: store has 3, given 4"):
+        Evaluator(task, config(old, iterations=4))
+    refused = "policy: store has 'baselines.lrf.LRFPolicy', given 'gittinseval.core.gittins"
+    with pytest.raises(ValueError, match=refused):
+        Evaluator(task, replace(config(old), policy=GittinsPolicy(4)))
 
 
 def test_a_refusal_names_a_changed_task_file_and_says_what_to_do_in_one_short_line(tmp_path):

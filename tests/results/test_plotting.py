@@ -163,7 +163,7 @@ def test_data_quality_command_writes_the_papers_figures(tmp_path, capsys):
 
 
 def test_plot_sweep_draws_simulated_bo_runs(tmp_path):
-    from baselines.logei import LogEIPolicy
+    from gittinseval.baselines.logei import LogEIPolicy
     from gittinseval.core.priors import GaussianPrior
     from gittinseval.data import Benchmark
     from gittinseval.sim.simulator import simulate

@@ -20,7 +20,7 @@ def test_a_run_shared_cache_caches_until_cleared_and_the_values_come_back_equal(
 
 
 def test_clearing_empties_the_root_tables_and_lrf_s_partner_indices_which_are_then_rebuilt_equal():
-    from baselines.lrf import als
+    from gittinseval.baselines.lrf import als
     from gittinseval.core.roots import (
         completed_root_table,
         cost_grid,

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from baselines.lrf import ObservedMatrix
+from gittinseval.baselines.lrf import ObservedMatrix
 from gittinseval.core.priors import GaussianPrior
 
 PRIOR = GaussianPrior(0.5, 0.04, "general")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.lrf.als import _partner_indices
-from baselines.lrf.compiled import dropped_rows_and_lines
+from gittinseval.baselines.lrf.als import _partner_indices
+from gittinseval.baselines.lrf.compiled import dropped_rows_and_lines
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])

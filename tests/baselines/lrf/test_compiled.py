@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.lrf.compiled import subtract_dropped_terms
+from gittinseval.baselines.lrf.compiled import subtract_dropped_terms
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])

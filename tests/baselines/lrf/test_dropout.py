@@ -7,8 +7,8 @@ import pytest
 import torch
 from scipy import stats
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy
-from baselines.lrf.dropout import _bernoulli_positions
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
+from gittinseval.baselines.lrf.dropout import _bernoulli_positions
 from gittinseval.data import Benchmark
 from gittinseval.sim.simulator import simulate
 from tests.baselines.lrf.lrf_reference import PRIOR, dropout_mask, observed_matrix, random_matrix
@@ -92,7 +92,7 @@ def test_draws_made_ahead_give_the_same_run_as_draws_made_in_turn(monkeypatch):
         return LRFPolicy(batch_size=4, ensemble=LowRankEnsemble(dropout_draws="stream"))
 
     ahead = simulate(bench, stream_policy(), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
-    monkeypatch.setattr("baselines.lrf.policy.DrawsAhead", InTurn)
+    monkeypatch.setattr("gittinseval.baselines.lrf.policy.DrawsAhead", InTurn)
     in_turn = simulate(bench, stream_policy(), np.ones(30), PRIOR, budget_fraction=0.3, seed=2)
     for column in ("arm", "recommended"):
         np.testing.assert_array_equal(ahead.trace[column], in_turn.trace[column])

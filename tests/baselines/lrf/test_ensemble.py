@@ -7,8 +7,8 @@ import pytest
 import torch
 from banditeval.factorization import Factorization
 
-from baselines.lrf import FitDraws, LowRankEnsemble
-from baselines.lrf.ensemble import _ensemble_moments
+from gittinseval.baselines.lrf import FitDraws, LowRankEnsemble
+from gittinseval.baselines.lrf.ensemble import _ensemble_moments
 from tests.baselines.lrf.lrf_reference import (
     dropout_mask,
     fit_moments,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.lrf import ObservedMatrix
+from gittinseval.baselines.lrf import ObservedMatrix
 from tests.baselines.lrf.lrf_reference import observed_matrix, random_matrix
 
 

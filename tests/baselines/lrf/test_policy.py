@@ -7,7 +7,7 @@ import pytest
 import torch
 from banditeval.bandits import upper_confidence_bound_exploration_low_rank_factorization as banditeval_step
 
-from baselines.lrf import LowRankEnsemble, LRFPolicy
+from gittinseval.baselines.lrf import LowRankEnsemble, LRFPolicy
 from gittinseval.core.protocol import EvaluationProblem, Request
 from gittinseval.data import Benchmark
 from gittinseval.sim.simulator import simulate

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from baselines._common import RunningMeans
+from gittinseval.baselines._common import RunningMeans
 from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,

@@ -9,7 +9,7 @@ from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.models.model import Model
 from torch import Tensor
 
-from baselines.bo import ConfigurationBOPolicy
+from gittinseval.baselines.bo import ConfigurationBOPolicy
 
 __all__ = ["LogEIPolicy"]
 
@@ -19,7 +19,7 @@ class LogEIPolicy(ConfigurationBOPolicy):
 
     The acquisition ignores costs.  Stopping signal (Xie et al. 2025):
     ``max_x log EI(x) - log c(x) <= log lambda`` over the unevaluated
-    configurations (``c(x)``: the acquisition cost of :mod:`baselines.bo`).
+    configurations (``c(x)``: the acquisition cost of :mod:`gittinseval.baselines.bo.policy`).
     """
 
     name = "logei"

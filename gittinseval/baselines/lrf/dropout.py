@@ -1,6 +1,6 @@
 """The dropout of each fit: which observed cells each member of the ensemble leaves out.
 
-Member ``e`` of the :class:`~baselines.lrf.ensemble.LowRankEnsemble` leaves out each
+Member ``e`` of the :class:`~gittinseval.baselines.lrf.ensemble.LowRankEnsemble` leaves out each
 of the ``M`` observed cells independently with probability ``p``
 (``drop_probability``).  A dropout is ``(members, positions)``, two ``[D]`` int64
 tensors: member ``members[i]`` drops the observed cell ``cells[positions[i]]``
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from baselines.lrf.observed import ObservedMatrix
+from gittinseval.baselines.lrf.observed import ObservedMatrix
 
 
 def _bernoulli_positions(n_trials: int, probability: float, generator: torch.Generator) -> torch.Tensor:
@@ -172,7 +172,8 @@ class DrawsAhead:
     def __init__(
         self, draw: Callable[..., FitDraws], members: int, matrix: ObservedMatrix, generator: torch.Generator
     ) -> None:
-        """``draw``: the ensemble's :meth:`~baselines.lrf.ensemble.LowRankEnsemble.draw` for its ``members``."""
+        """``draw``: the ensemble's :meth:`~gittinseval.baselines.lrf.ensemble.LowRankEnsemble.draw`
+        for its ``members``."""
         size = -(-members * matrix.shape[0] * matrix.shape[1] // 2)
         self._buffers = [torch.empty(size, dtype=torch.int64) for _ in range(2)]
         self._draw = lambda cells, words: draw(*matrix.shape, generator, cells, words)

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 
-from baselines._common import RunningMeans, cell_budget
+from gittinseval.baselines._common import RunningMeans, cell_budget
 from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,

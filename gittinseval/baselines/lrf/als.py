@@ -7,9 +7,9 @@ for ``V``, the ``K`` rows for ``U``) given the fixed factor ``[J, E, r]``,
 
 whose sums run over the line's observed cells minus member ``e``'s dropped ones and
 read the fixed factor at the partner member ``p(e, l)`` of
-:class:`~baselines.lrf.ensemble.LowRankEnsemble`.  :func:`_partner_indices` says where
+:class:`~gittinseval.baselines.lrf.ensemble.LowRankEnsemble`.  :func:`_partner_indices` says where
 the partners' terms sit in the all-member sparse products; the dropped terms are
-subtracted by the compiled pass of :mod:`~baselines.lrf.compiled`.
+subtracted by the compiled pass of :mod:`~gittinseval.baselines.lrf.compiled`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from baselines.lrf.compiled import dropped_rows_and_lines, subtract_dropped_terms
+from gittinseval.baselines.lrf.compiled import dropped_rows_and_lines, subtract_dropped_terms
 from gittinseval.utils.caches import run_shared_cache
 
 
@@ -25,7 +25,7 @@ class SideSolver:
     """Ridge solutions of one side of the ALS, ``[L, E, r]`` given the fixed factor ``[J, E, r]``.
 
     For the V side (``L = N`` columns, ``J = K`` rows) with the partner member
-    ``p(e, l)`` of :class:`~baselines.lrf.ensemble.LowRankEnsemble`,
+    ``p(e, l)`` of :class:`~gittinseval.baselines.lrf.ensemble.LowRankEnsemble`,
 
         gram[l, e]   = sum_j O[j, l] f f^T - sum_{(j, l) in D_e} f f^T,      f = fixed[j, p(e, l)],
         target[l, e] = sum_j (O X)[j, l] f - sum_{(j, l) in D_e} X[j, l] f,
@@ -35,7 +35,7 @@ class SideSolver:
     full sums, for every member at once, are ``O^T [L, J] x [J, E r^2]`` (``M E r^2``
     multiply-adds), read at the partners; the dropped terms (``D r^2``, ``D`` the
     dropped pairs) are subtracted in one compiled pass over the pairs
-    (:func:`~baselines.lrf.compiled.subtract_dropped_terms`).  What does not change across the ALS rounds
+    (:func:`~gittinseval.baselines.lrf.compiled.subtract_dropped_terms`).  What does not change across the ALS rounds
     (the partner indices, each dropped pair's line and fixed-factor row, all flat) is
     computed once here.
 

@@ -10,7 +10,7 @@ from botorch.models.model import Model
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
-from baselines.bo import ConfigurationBOPolicy
+from gittinseval.baselines.bo import ConfigurationBOPolicy
 from gittinseval.utils.validation import positive_finite_values, positive_float
 
 __all__ = ["PandoraBoxGittinsIndex", "PBGIPolicy", "solve_log_ei_equation"]
@@ -89,7 +89,7 @@ class PBGIPolicy(ConfigurationBOPolicy):
     """Configuration-level BO with the Pandora's-box Gittins index (cost-aware under priced costs).
 
     Selects the affordable unevaluated configuration of largest index ``g(x)``
-    (``c(x)``: the acquisition cost of :mod:`baselines.bo`, ``N c_k`` or 1 under unit
+    (``c(x)``: the acquisition cost of :mod:`gittinseval.baselines.bo.policy`, ``N c_k`` or 1 under unit
     cost).  Stopping signal (Xie et al. 2025): no unevaluated configuration has an
     index above the best observed value.
     """

@@ -10,7 +10,7 @@ from botorch.models.model import Model
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
-from baselines.bo import ConfigurationBOPolicy
+from gittinseval.baselines.bo import ConfigurationBOPolicy
 from gittinseval.utils.validation import positive_finite_values
 
 __all__ = ["LogEIPCPolicy", "LogExpectedImprovementPerCost"]
@@ -41,7 +41,7 @@ class LogExpectedImprovementPerCost(LogExpectedImprovement):
 class LogEIPCPolicy(ConfigurationBOPolicy):
     """Selects the affordable unevaluated configuration of largest ``LogEI(x) - log c(x)``.
 
-    ``c(x)`` is the acquisition cost of :mod:`baselines.bo` (``N c_k``, or 1 under
+    ``c(x)`` is the acquisition cost of :mod:`gittinseval.baselines.bo.policy` (``N c_k``, or 1 under
     unit cost, where LogEIPC coincides with LogEI).  Stopping signal (Xie et al.
     2025): ``max_x LogEI(x) - log c(x) <= log lambda``.
     """

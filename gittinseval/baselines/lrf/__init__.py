@@ -11,27 +11,28 @@ largest mean is evaluated next on the unseen examples it is least sure of.
 
 The modules, in reading order:
 
-- :mod:`~baselines.lrf.policy`: the policy (warm-up, arm scores, batches, recommendation);
-- :mod:`~baselines.lrf.observed`: the observed cells, in the sparse forms the ALS reads;
-- :mod:`~baselines.lrf.ensemble`: the ensemble's fit, from scratch or warm-started, and its moments;
-- :mod:`~baselines.lrf.dropout`: each fit's dropout, drawn for the observed cells only or as
+- :mod:`~gittinseval.baselines.lrf.policy`: the policy (warm-up, arm scores, batches, recommendation);
+- :mod:`~gittinseval.baselines.lrf.observed`: the observed cells, in the sparse forms the ALS reads;
+- :mod:`~gittinseval.baselines.lrf.ensemble`: the ensemble's fit, from scratch or warm-started, and its moments;
+- :mod:`~gittinseval.baselines.lrf.dropout`: each fit's dropout, drawn for the observed cells only or as
   the reference's whole uniform stream (the next fit's drawn on a thread of its own);
-- :mod:`~baselines.lrf.als`: one side of the ALS, every member's ridge solutions at once;
-- :mod:`~baselines.lrf.compiled`: the compiled (numba) pass over the dropped cells.
+- :mod:`~gittinseval.baselines.lrf.als`: one side of the ALS, every member's ridge solutions at once;
+- :mod:`~gittinseval.baselines.lrf.compiled`: the compiled (numba) pass over the dropped cells.
 
 The public names are those of ``__all__``; the modules' other names are internal
 (documented, and used by the tests, but not a stable interface).
 """
 
-from baselines.lrf.dropout import FitDraws
-from baselines.lrf.ensemble import EnsembleFit, LowRankEnsemble
-from baselines.lrf.observed import ObservedMatrix
-from baselines.lrf.policy import LRFPolicy
+from gittinseval.baselines.lrf.dropout import FitDraws
+from gittinseval.baselines.lrf.ensemble import EnsembleFit, LowRankEnsemble
+from gittinseval.baselines.lrf.observed import ObservedMatrix
+from gittinseval.baselines.lrf.policy import LRFPolicy
 
 __all__ = ["EnsembleFit", "FitDraws", "LowRankEnsemble", "LRFPolicy", "ObservedMatrix"]
 
 # The public classes answer to their public path: `target_of` reads `__module__`, and the recorded
-# hyperparameters and a live store's identity name `baselines.lrf.LRFPolicy`, as the configs' `_target_`s do.
+# hyperparameters name `gittinseval.baselines.lrf.LRFPolicy`, as the configs' `_target_`s do (a live store's
+# identity, and a config digest, by the name from before the move: `baselines.lrf.LRFPolicy`).
 for _public in (EnsembleFit, FitDraws, LowRankEnsemble, LRFPolicy, ObservedMatrix):
     _public.__module__ = __name__
 del _public

@@ -1,7 +1,7 @@
 """The UCB-E-LRF policy: UCB-E on the low-rank ensemble's completion of the score matrix (BanditEval).
 
 After a random warm-up of ``ceil(w K N)`` cells, each step refits the
-:class:`~baselines.lrf.ensemble.LowRankEnsemble` on the observed cells, scores each
+:class:`~gittinseval.baselines.lrf.ensemble.LowRankEnsemble` on the observed cells, scores each
 arm by the mean over its ``N`` cells of the observed score or, where unobserved, the
 ensemble's ``mean + eta sd`` (``[K, N]`` tables), and evaluates the best arm's ``B``
 unseen examples of largest ``sd``.  The recommendation is the arm of largest mean over
@@ -15,10 +15,10 @@ import math
 import numpy as np
 import torch
 
-from baselines._common import RunningMeans
-from baselines.lrf.dropout import DrawsAhead
-from baselines.lrf.ensemble import EnsembleFit, LowRankEnsemble
-from baselines.lrf.observed import ObservedMatrix
+from gittinseval.baselines._common import RunningMeans
+from gittinseval.baselines.lrf.dropout import DrawsAhead
+from gittinseval.baselines.lrf.ensemble import EnsembleFit, LowRankEnsemble
+from gittinseval.baselines.lrf.observed import ObservedMatrix
 from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,

@@ -6,8 +6,8 @@ from standard normal factors (:meth:`~LowRankEnsemble.fit`) or from a previous f
 (:meth:`~LowRankEnsemble.refit`), and returns an :class:`EnsembleFit`, whose
 :meth:`~EnsembleFit.moments` are the ensemble mean and standard deviation ``[K, N]``
 (float64) of the completed matrices ``U_e V_e^T`` that the policy scores cells by.
-The dropout comes from :mod:`~baselines.lrf.dropout`, each ALS half-step from
-:mod:`~baselines.lrf.als`.
+The dropout comes from :mod:`~gittinseval.baselines.lrf.dropout`, each ALS half-step from
+:mod:`~gittinseval.baselines.lrf.als`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from baselines.lrf.als import SideSolver
-from baselines.lrf.dropout import FitDraws, draw_stream, observed_dropout
-from baselines.lrf.observed import ObservedMatrix
+from gittinseval.baselines.lrf.als import SideSolver
+from gittinseval.baselines.lrf.dropout import FitDraws, draw_stream, observed_dropout
+from gittinseval.baselines.lrf.observed import ObservedMatrix
 from gittinseval.utils.validation import positive_float, positive_int
 
 PAIRINGS = ("reference", "independent")
@@ -30,7 +30,7 @@ class EnsembleFit:
     """A fitted ensemble: factors ``u [E, K, r]``, ``v [E, N, r]`` (float32) and its dropout.
 
     Member ``e`` left out the observed cell ``cells[dropped_positions[i]]`` of the
-    :class:`~baselines.lrf.observed.ObservedMatrix` it was fitted on for every ``i`` with
+    :class:`~gittinseval.baselines.lrf.observed.ObservedMatrix` it was fitted on for every ``i`` with
     ``dropped_members[i] == e``; the dropout covers its first ``n_cells`` cells.
     """
 
@@ -71,7 +71,7 @@ class LowRankEnsemble:
 
     read at the partner member ``p_V(e, n)``, minus the terms of the dropped
     cells, which are few (5% of ``E M``) and subtracted
-    (:class:`~baselines.lrf.als.SideSolver`).  The products run on torch's
+    (:class:`~gittinseval.baselines.lrf.als.SideSolver`).  The products run on torch's
     threads; nothing loops over members, rows or columns.
 
     The factors are float32, as in the reference; scores lie in ``[0, 1]`` and the
@@ -84,7 +84,7 @@ class LowRankEnsemble:
       member and cell, observed or not, in the reference's order and dtype, of
       which only the ``E M`` on observed cells are read (a ``4 E K N``-byte draw);
     * ``"observed"``: only for the ``E M`` (member, observed cell) pairs, drawn as
-      the gaps between the dropped ones (:func:`~baselines.lrf.dropout.observed_dropout`,
+      the gaps between the dropped ones (:func:`~gittinseval.baselines.lrf.dropout.observed_dropout`,
       about ``drop_probability E M`` geometric draws).
 
     Either way each member drops each observed cell independently with probability
@@ -156,7 +156,7 @@ class LowRankEnsemble:
         words: torch.Tensor | None = None,
     ) -> FitDraws:
         """The draws of one ``"stream"`` fit on a ``[K, N]`` matrix, from ``generator``: the factors
-        (:meth:`_initial_factors`), then the uniforms (:func:`~baselines.lrf.dropout.draw_stream`, which
+        (:meth:`_initial_factors`), then the uniforms (:func:`~gittinseval.baselines.lrf.dropout.draw_stream`, which
         says what ``known_cells`` and ``words`` are)."""
         u, v = self._initial_factors(n_arms, n_examples, generator)
         return draw_stream(u, v, self.drop_probability, n_arms * n_examples, generator, known_cells, words)
@@ -185,7 +185,7 @@ class LowRankEnsemble:
         """``iterations`` ALS rounds (``V`` then ``U``) from ``fit``'s factors, with its dropout.
 
         The rounds hold the factors line-major, ``[K, E, r]`` and ``[N, E, r]``
-        (:class:`~baselines.lrf.als.SideSolver`).
+        (:class:`~gittinseval.baselines.lrf.als.SideSolver`).
         """
         rows, columns, scores = matrix.observations(fit.dropped_positions)
         members, negated_scores = fit.dropped_members, scores.neg().numpy()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._common import RunningMeans
+from gittinseval.baselines._common import RunningMeans
 from gittinseval.core.protocol import (
     EvaluationProblem,
     Policy,

@@ -1,6 +1,6 @@
 """The compiled pass of the ALS over the dropped (member, cell) pairs (numba, cached on disk).
 
-Each ALS solve of :class:`~baselines.lrf.als.SideSolver` takes the normal equations
+Each ALS solve of :class:`~gittinseval.baselines.lrf.als.SideSolver` takes the normal equations
 of every member from sums over all observed cells, then subtracts the terms of the
 ``D`` dropped pairs (about ``p E M`` of the ``E M`` member-cell pairs): for pair
 ``i`` with fixed-factor row ``f = fixed[j_i, p(e_i, l_i)]`` ``[r]``,
