@@ -1,5 +1,6 @@
 """Shared test helpers."""
 
+import logging
 import re
 from pathlib import Path
 
@@ -65,3 +66,29 @@ def example_baseline(tmp_path, monkeypatch):
         (tmp_path / path).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
+
+
+def _is_pytests(handler: logging.Handler) -> bool:
+    """A handler of pytest's log capture, which pytest itself adds and removes around each phase of a test."""
+    return type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """Each test leaves the loggers it found as it found them: their handlers, levels and flags.
+
+    A Hydra app run in-process (``main()`` under a patched ``sys.argv``) configures logging, and
+    its console handler on the root logger writes to the stream the test captured, closed when
+    the test ends: every later record, of any test, was then a ``--- Logging error ---`` report
+    ending in ``Arguments: (...)`` on that test's stderr, in place of its own last line.  pytest's
+    own capture handlers are left to pytest.  Loggers made during the test are left as they are.
+    """
+    loggers = [logging.root, *(logger for logger in logging.root.manager.loggerDict.values()
+                                if isinstance(logger, logging.Logger))]
+    before = {logger: ([h for h in logger.handlers if not _is_pytests(h)], logger.level, logger.propagate,
+                       logger.disabled) for logger in loggers}
+    yield
+    for logger, (handlers, level, propagate, disabled) in before.items():
+        logger.handlers[:] = handlers + [h for h in logger.handlers if _is_pytests(h)]
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled

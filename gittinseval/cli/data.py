@@ -13,6 +13,7 @@ from pathlib import Path
 from gittinseval.data import load_gsm8k, load_mmlu, load_piqa, mmlu_subjects
 from gittinseval.data.catalog import catalog
 from gittinseval.results.plotting import plot_arm_quality
+from gittinseval.utils.validation import writable_folder
 
 __all__ = ["main", "write_arm_quality"]
 
@@ -56,9 +57,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "quality":
         try:
+            writable_folder("--out", args.out)  # before the benchmarks are read and the figures drawn
             figures = write_arm_quality(args.families or list(QUALITY_FAMILIES), args.out)
         except ValueError as error:
             parser.exit(2, f"gittinseval-data: error: {error}\n")
+        except OSError as error:  # a folder the checks let through (/proc, a full disk): the figures cannot be saved
+            reason = (error.strerror or str(error)).lower()
+            parser.exit(2, f"gittinseval-data: error: --out {args.out}: cannot write {error.filename} ({reason}); "
+                        "choose another --out\n")
         for figure in figures:
             print(f"wrote {figure}")
         return

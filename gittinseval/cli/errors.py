@@ -4,19 +4,28 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
+from hydra._internal.utils import get_args_parser
 from hydra.errors import HydraException, InstantiationException
+from hydra.utils import get_object
+from omegaconf import DictConfig, ListConfig
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from gittinseval.cli.configs import group_options
 from gittinseval.utils.errors import UsageError
+from gittinseval.utils.text import invalid_yaml
 
-__all__ = ["INTERRUPTED", "RUN_FAILURE", "USAGE_ERROR", "RunFailure", "one_line", "one_line_errors", "run_app"]
+__all__ = [
+    "INTERRUPTED", "RUN_FAILURE", "USAGE_ERROR", "RunFailure", "check_command_line", "number_given_as_text", "one_line",
+    "one_line_errors", "run_app",
+]
 
 USAGE_ERROR = 2
 RUN_FAILURE = 1
@@ -24,8 +33,9 @@ INTERRUPTED = 130  # 128 + SIGINT
 FULL_ERROR = "HYDRA_FULL_ERROR"
 ONE_LINE = "GITTINSEVAL_ONE_LINE_ERRORS"
 
-# Usage errors: a wrong override, a value out of range, bad input files, a store that cannot be opened.
-_USAGE = (HydraException, OmegaConfBaseException, ValueError, FileNotFoundError, UsageError)
+# Usage errors: a wrong override, a value out of range, bad input files (a config file that is not YAML
+# among them: Hydra lets PyYAML's error through), a store that cannot be opened.
+_USAGE = (HydraException, OmegaConfBaseException, ValueError, FileNotFoundError, UsageError, yaml.YAMLError)
 _DETAILS = ("full_key:", "object_type=", "reference_type=")
 
 
@@ -48,6 +58,7 @@ def run_app(program: str, app: Callable[[], Any]) -> None:
     if _user_wants_traces():
         app()
         return
+    check_command_line(program, sys.argv[1:])
     os.environ[FULL_ERROR] = "1"
     os.environ[ONE_LINE] = "1"  # inherited by launcher workers, as HYDRA_FULL_ERROR is
     try:
@@ -74,14 +85,99 @@ def one_line_errors(program: str) -> Callable[[Callable[[Any], Any]], Callable[[
                 if _user_wants_traces():
                     raise
                 _exit(program, str(failure), RUN_FAILURE)
-            except _USAGE as error:
+            except (*_USAGE, TypeError) as error:
                 if _user_wants_traces():
                     raise
-                _exit(program, one_line(error), USAGE_ERROR)
+                # A number given as text (policy.kappa=abc) fails deep inside, as "must be real number,
+                # not str" or as a ValueError that names the argument but not its config group: name the key.
+                text = number_given_as_text(cfg)
+                if text is None and not isinstance(error, _USAGE):
+                    raise  # any other TypeError is a bug: its trace is kept
+                _exit(program, text or one_line(error), USAGE_ERROR)
 
         return run
 
     return decorate
+
+
+def number_given_as_text(cfg: Any) -> str | None:
+    """``<key> must be a number, got 'abc'; ...`` for the first setting of ``cfg`` given as text where the object it
+    configures (its ``_target_``'s signature) takes a number (or given a fraction where it takes an integer);
+    ``None`` if there is none.
+
+    Read only after a run failed, so that a setting is never refused on its annotation alone.
+    """
+    for key, node in _targets(cfg, ""):
+        try:
+            parameters = inspect.signature(get_object(node["_target_"])).parameters
+        except Exception:  # noqa: BLE001 - a target that cannot be imported or inspected has its own error
+            continue
+        for name, parameter in parameters.items():
+            kind = _NUMBER_ANNOTATIONS.get(str(getattr(parameter.annotation, "__name__", parameter.annotation)))
+            value = _value(node, name)
+            if kind is None or not isinstance(value, str | float) or _fits(value, kind):
+                continue
+            default = parameter.default
+            remedy = (f"give {key}{name}=<{kind.split()[-1]}>" if default in (None, inspect.Parameter.empty)
+                      else f"e.g. {key}{name}={default}, its default")
+            return f"{key}{name} must be {kind}, got {value!r}; {remedy}"
+    return None
+
+
+# Annotations of numbers (as strings under `from __future__ import annotations`) and what they take.
+_NUMBER_ANNOTATIONS = {
+    "float": "a number", "float | None": "a number", "int": "an integer", "int | None": "an integer",
+}
+
+
+def _targets(node: Any, prefix: str) -> Iterator[tuple[str, DictConfig]]:
+    """``(key prefix, node)`` of every node of ``node`` with a ``_target_``, outermost first."""
+    if isinstance(node, DictConfig):
+        if "_target_" in node:
+            yield prefix, node
+        items = ((key, _value(node, key)) for key in node if not str(key).startswith("_"))
+    elif isinstance(node, ListConfig):
+        items = ((str(index), _value(node, index)) for index in range(len(node)))
+    else:
+        return
+    for key, child in items:
+        yield from _targets(child, f"{prefix}{key}.")
+
+
+def _value(node: Any, key: Any) -> Any:
+    try:
+        return node[key] if key in node or isinstance(node, ListConfig) else None
+    except OmegaConfBaseException:  # an interpolation that does not resolve: not this check's concern
+        return None
+
+
+def _fits(value: str | float, kind: str) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return kind == "a number" or number.is_integer()
+
+
+def check_command_line(program: str, argv: list[str]) -> None:
+    """Parse ``argv`` with Hydra's own parser first, so that its errors are one line as the others are.
+
+    Hydra's parser prints its usage over six lines before the error.  Its overrides are one
+    positional list, so a flag between two overrides ends it and the overrides after the flag are
+    "unrecognized arguments": the line says to put the flags first.
+    """
+    parser = get_args_parser()
+
+    def error(message: str) -> None:
+        if message.startswith("unrecognized arguments:"):
+            message += (
+                "; flags (-m, --cfg job, --config-dir DIR, ...) go before the overrides (key=value): "
+                f"{program} [flags] key=value ..."
+            )
+        _exit(program, message, USAGE_ERROR)
+
+    parser.error = error  # type: ignore[method-assign]  # argparse calls self.error on every parse error
+    parser.parse_args(argv)
 
 
 def _user_wants_traces() -> bool:
@@ -103,6 +199,10 @@ def one_line(error: BaseException) -> str:
     """
     if isinstance(error, InstantiationException) and error.__cause__ is not None:
         error = error.__cause__
+    if isinstance(error.__cause__, yaml.YAMLError):
+        error = error.__cause__
+    if isinstance(error, yaml.YAMLError):
+        return invalid_yaml(error)
     text = str(error)
     if isinstance(error, HydraException) and isinstance(error.__cause__, OmegaConfBaseException):
         text += "\n" + str(error.__cause__)

@@ -9,6 +9,7 @@ from pathlib import Path
 from gittinseval.results.panels import MMLU_PANELS
 from gittinseval.results.regenerate import regenerate
 from gittinseval.results.report import FIGURES, write_report
+from gittinseval.utils.validation import writable_folder
 
 __all__ = ["build_parser", "main"]
 
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     out = Path(args.out) if args.out else _default_out(Path(args.sources[0]))
     try:
+        writable_folder("--out", out)  # before the runs are read
         report = write_report(args.sources, out, args.mmlu_panels, log_cost=not args.linear,
                               versus=tuple(args.versus), figures=args.figures)
     except (FileNotFoundError, ValueError) as error:

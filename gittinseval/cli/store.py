@@ -7,9 +7,11 @@ sweep folders (or of other stores: that merges them) to the store, once per conf
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from gittinseval.sim.results_store import export
 from gittinseval.utils.text import count
+from gittinseval.utils.validation import writable_folder
 
 __all__ = ["main"]
 
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     try:
+        writable_folder("--to", args.to, Path(args.to).parent)  # before the sources are read
         added, already = export(args.sources, args.to)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(2, f"gittinseval-store: error: {error}\n")

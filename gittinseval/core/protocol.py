@@ -34,6 +34,8 @@ why in ``live_limitation`` (see :func:`check_live_support`).
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -60,6 +62,8 @@ __all__ = [
     "resolve_batch_size",
     "validate_scores",
 ]
+
+log = logging.getLogger(__name__)
 
 FALLBACK_BATCH_SIZE = 8
 """Batch size of a policy configured without one on a benchmark without a default."""
@@ -157,12 +161,33 @@ def optional_batch_size(batch_size: int | None) -> int | None:
 def resolve_batch_size(configured: int | None, problem: EvaluationProblem) -> int:
     """The batch size to use: the configured one, else the benchmark's default, else 8.
 
-    Raises a ``ValueError`` unless it is an integer in ``[1, N]``.
+    A configured size must be an integer in ``[1, N]`` (a ``ValueError`` names ``policy.batch_size``
+    and the largest that fits).  The default is cut to ``N`` on a task of fewer examples, with a
+    log line: a small task, or the examples every arm has of a live run's export, runs without a
+    setting.  A run whose default fits is as it was, and no run had a default larger than ``N``
+    (it failed), so no run changes.
     """
-    size = check_batch_size(configured if configured is not None else problem.default_batch_size or FALLBACK_BATCH_SIZE)
-    if size > problem.n_examples:
-        raise ValueError(f"batch_size ({size}) is larger than the number of examples N = {problem.n_examples}")
+    n_examples = problem.n_examples
+    if configured is None:
+        default = check_batch_size(problem.default_batch_size or FALLBACK_BATCH_SIZE)
+        if default > n_examples:
+            _say_default_batch_cut(default, n_examples)
+            return n_examples
+        return default
+    size = check_batch_size(configured)
+    if size > n_examples:
+        raise ValueError(
+            f"policy.batch_size ({size}) is larger than the number of examples N = {n_examples}; "
+            f"give policy.batch_size={n_examples} or less"
+        )
     return size
+
+
+@functools.cache
+def _say_default_batch_cut(default: int, n_examples: int) -> None:
+    # Once a process for each size: a sweep's trials and a live run's resumes would repeat it.
+    log.info("the default batch size %d is larger than the task's N = %d examples: batches of %d "
+             "(policy.batch_size sets another)", default, n_examples, n_examples)
 
 
 def validate_scores(request: Request, scores: Any) -> np.ndarray:

@@ -42,7 +42,10 @@ def validate_prices(prices: Any, n_arms: int, source: str) -> np.ndarray:
     """A ``[K]`` float64 vector of positive finite per-example prices."""
     vector = np.asarray(prices, dtype=np.float64).reshape(-1)
     if vector.size != n_arms:
-        raise ValueError(f"{source}: expected one cost per arm ({n_arms}), got {vector.size}")
+        raise ValueError(
+            f"{source}: {vector.size} {'price' if vector.size == 1 else 'prices'} for {n_arms} arms; "
+            "give one price per arm, in the arms' order"
+        )
     return positive_finite_values(vector, f"{source}: costs", item="arms")
 
 

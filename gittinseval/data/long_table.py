@@ -66,8 +66,11 @@ def is_long_table(path: str | Path) -> bool:
         except (OSError, pa.ArrowException):
             return False  # not a readable parquet file: the matrix reader names the problem
     elif suffix == ".csv":
-        with open(path, newline="") as handle:
-            names = [name.strip() for name in next(csv.reader(handle), [])]
+        try:
+            with open(path, newline="", encoding="utf-8-sig") as handle:
+                names = [name.strip() for name in next(csv.reader(handle), [])]
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False  # missing, binary or not UTF-8: the matrix reader names the problem
     else:
         return False
     return set(LONG_TABLE_COLUMNS) <= set(names)

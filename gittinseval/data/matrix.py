@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,15 +29,24 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _read_csv_numbers(path: Path) -> np.ndarray:
+def _read_csv_numbers(path: Path, other_formats: str = ".npy, .npz or .parquet") -> np.ndarray:
     """Numeric CSV, one row per arm, with or without a header row.
 
     A column of arm names is skipped: one whose header is in
     :data:`ARM_NAME_COLUMNS`, or a first column with no number in it.  Any other
     non-numeric cell is an error naming its row and column.
     """
-    with open(path, newline="") as handle:
-        rows = [row for row in csv.reader(handle) if row]
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = [row for row in csv.reader(handle) if row]
+    except UnicodeDecodeError as error:
+        # A binary file (an .npy or a spreadsheet renamed .csv) or a CSV saved in another encoding.
+        raise ValueError(
+            f"{path}: not a UTF-8 text CSV (byte {error.start} is {error.object[error.start:error.start + 1]!r}): "
+            f"save it as CSV UTF-8, or give a {other_formats} file"
+        ) from None
+    except csv.Error as error:
+        raise ValueError(f"{path}: not a CSV file ({error}); save it as CSV UTF-8") from None
     if not rows:
         raise ValueError(f"{path}: the file is empty")
     # A first row is a header if it has text beyond an arm-name column, or text
@@ -79,23 +90,51 @@ def read_matrix(path: str | Path) -> np.ndarray:
         raise FileNotFoundError(f"response matrix not found: {path}")
     suffix = path.suffix.lower()
     if suffix in (".npy", ".npz"):
-        try:
-            loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise ValueError(f"{path}: cannot read the matrix ({error})") from error
+        loaded = _load_numpy(path, "the matrix", "a .csv or .parquet file")
         if suffix == ".npy":
             return loaded
-        with loaded as data:
-            if "scores" in data.files:
-                return data["scores"]
-            if len(data.files) == 1:
-                return data[data.files[0]]
-            raise ValueError(f"{path}: several arrays {data.files} and none is named 'scores'")
+        try:
+            with loaded as data:
+                if "scores" in data.files:
+                    return data["scores"]
+                if len(data.files) == 1:
+                    return data[data.files[0]]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # a damaged member of the archive
+            raise ValueError(f"{path}: cannot read the matrix, a NumPy .npz archive that is damaged ({error}); "
+                             "write it again with numpy.savez") from None
+        raise ValueError(f"{path}: several arrays {data.files} and none is named 'scores'")
     if suffix == ".csv":
         return _read_csv_numbers(path)
     if suffix == ".parquet":
         return _read_parquet_numbers(path)
     raise ValueError(f"{path}: unsupported matrix format {suffix!r}; use .npy, .npz, .csv or .parquet")
+
+
+# The first bytes of each NumPy format, its name and its writer: np.load reads any other file as a
+# pickle and refuses it as "pickled (object) data", with advice to allow pickles that misleads about
+# a damaged or renamed file.
+_NUMPY_FORMATS = {
+    ".npy": ((b"\x93NUMPY",), "a NumPy .npy file", "numpy.save"),
+    ".npz": ((b"PK\x03\x04", b"PK\x05\x06"), "a NumPy .npz archive", "numpy.savez"),
+}
+
+
+def _load_numpy(path: Path, what: str, others: str) -> Any:
+    """``np.load`` of an ``.npy`` or ``.npz`` file without pickles, or a ``ValueError`` naming the file, what
+    is wrong with it and how to write one (or a file of the ``others`` formats)."""
+    magic, name, writer = _NUMPY_FORMATS[path.suffix.lower()]
+    with open(path, "rb") as handle:
+        start = handle.read(6)
+    if not start.startswith(magic):
+        raise ValueError(
+            f"{path}: cannot read {what}: the file is not {name}; write it with {writer}, or give {others}"
+        )
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(
+            f"{path}: cannot read {what}, {name} that is damaged ({error}); write it again with {writer}"
+        ) from None
 
 
 def _read_parquet_numbers(path: Path) -> np.ndarray:
@@ -129,13 +168,16 @@ def read_costs(path: str | Path) -> np.ndarray:
         raise FileNotFoundError(f"cost file not found: {path}")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return _read_csv_numbers(path)[:, -1]
+        return _read_csv_numbers(path, ".npy or .json")[:, -1]
     if suffix not in (".npy", ".json"):
         raise ValueError(f"{path}: unsupported cost format {suffix!r}; use .npy, .json or .csv")
-    try:
-        payload = np.load(path, allow_pickle=False) if suffix == ".npy" else json.loads(path.read_text())
-    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
-        raise ValueError(f"{path}: cannot read the costs ({error})") from error
+    if suffix == ".npy":
+        payload = _load_numpy(path, "the costs", "a .csv or .json file")
+    else:
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise ValueError(f"{path}: cannot read the costs ({error})") from error
     if isinstance(payload, dict):
         if "costs" not in payload:
             raise ValueError(f"{path}: a JSON object must have a 'costs' list")

@@ -8,34 +8,66 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
 from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.driver import LiveResult, evaluate_async
+from gittinseval.live.driver import evaluate_async
 from gittinseval.live.dry_run import dry_run_report
+from gittinseval.live.result import LiveResult
 from gittinseval.live.status import Recommendation, status_text
 from gittinseval.live.task import UNIT, LiveTask
+from gittinseval.utils.errors import UsageError
 
-__all__ = ["dry_run", "run_live"]
+__all__ = ["DEFAULT_STORE", "default_store", "dry_run", "run_live"]
 
 log = logging.getLogger(__name__)
 
 
-def _build_task(cfg: DictConfig) -> LiveTask:
-    """``cfg.task`` with the costs of ``cfg.cost``; ``cfg.task.name`` becomes the built task's name.
+DEFAULT_STORE = "outputs/live/{task}_{policy}_{cost}_seed{seed}.sqlite"
+"""The store of ``store: null`` (conf/live.yaml), filled in from the built task's name and the choices of the
+``policy`` and ``cost`` groups (:func:`default_store`)."""
 
-    The default ``store`` is named after ``${task.name}``, which a task config may leave to the task
-    (``name: null``: an inspect task's own name): written back here, before the store is resolved,
-    it gives every task a default store of its own.
+
+def _build_task(cfg: DictConfig) -> LiveTask:
+    """``cfg.task`` with the costs of ``cfg.cost``; ``cfg.task.name`` becomes the built task's name, and a
+    ``store`` left to the task (``null``) its :func:`default_store`.
+
+    The default store is named after the task, whose name a task config may leave to the task
+    (``name: null``: an inspect task's own name) and so is known only now: written back here, it
+    gives every task a default store of its own, and the config that W&B records shows it.
     """
+    if "_target_" not in cfg.task:
+        raise UsageError(
+            f"task{_choice('task')} has no _target_, so nothing builds the task: begin its file with "
+            "_target_: gittinseval.live.chat_task (or gittinseval.live.matrix_task, "
+            "gittinseval.live.tasks.inspect_task.inspect_task), or extend a bundled task with "
+            "defaults: [openai_chat, _self_]"
+        )
     task = instantiate(cfg.task)
     if not isinstance(task, LiveTask):
         raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
-    with open_dict(cfg.task):
+    with open_dict(cfg), open_dict(cfg.task):
         cfg.task.name = task.name
+        if cfg.get("store") is None and HydraConfig.initialized():  # a dry run needs no store: composed alone, none
+            cfg.store = default_store(cfg)
     return replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
+
+
+def default_store(cfg: DictConfig) -> str:
+    """``outputs/live/<task name>_<policy>_<cost>_seed<seed>.sqlite``: the store of ``store: null``, by the
+    choices of the ``policy`` and ``cost`` groups on the command line (``cfg.task.name`` set)."""
+    if not HydraConfig.initialized():
+        raise UsageError("store: null names the store after the command line's policy= and cost=: give store=PATH")
+    choices = HydraConfig.get().runtime.choices
+    return DEFAULT_STORE.format(task=cfg.task.name, policy=choices.policy, cost=choices.cost, seed=cfg.seed)
+
+
+def _choice(group: str) -> str:
+    """``=<option>`` of ``group`` on the command line, for a message; empty outside a Hydra app."""
+    return f"={HydraConfig.get().runtime.choices.get(group)}" if HydraConfig.initialized() else ""
 
 
 def dry_run(cfg: DictConfig) -> str:
@@ -44,7 +76,8 @@ def dry_run(cfg: DictConfig) -> str:
     task = _build_task(cfg)
     if isinstance(task.costs, str) and task.costs == UNIT:
         raise ValueError("dry_run=true estimates dollars, and cost=unit counts examples: use cost=aware")
-    batch_size = getattr(instantiate(cfg.policy), "batch_size", None) or FALLBACK_BATCH_SIZE
+    # The default batch is cut to a task of fewer examples, as the run cuts it (resolve_batch_size).
+    batch_size = getattr(instantiate(cfg.policy), "batch_size", None) or min(FALLBACK_BATCH_SIZE, len(task.examples))
     return dry_run_report(task, cfg.budget_usd, batch_size)
 
 
@@ -57,6 +90,8 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     run there too.
     """
     task = _build_task(cfg)
+    if cfg.get("store") is None:
+        default_store(cfg)  # outside a Hydra app: its error says to give store=
     output_dir = Path(output_dir)
     config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ import hashlib
 import inspect
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "UNIT",
     "LiveTask",
     "TaskDefinition",
+    "arm_list",
     "arm_name",
     "arm_labels_of_names",
     "dataset_digest",
@@ -36,6 +37,22 @@ DOLLARS = "dollars"
 def arm_name(arm: Any) -> str:
     """Stable name of an arm: a string as is, anything else as sorted-key JSON."""
     return arm if isinstance(arm, str) else json.dumps(arm, sort_keys=True, default=str)
+
+
+def arm_list(arms: Any) -> list[Any]:
+    """``arms`` as a list, or a ``ValueError`` for arms given as a mapping of names to settings.
+
+    A mapping reads naturally in YAML (``arms: {small: {model: ...}}``) but its arms would be its
+    keys, the bare names; the message shows the list it should be, each key as the arm's ``name``.
+    """
+    if isinstance(arms, Mapping):
+        names = [str(name) for name in arms]
+        example = f"- {{name: {names[0]}, model: ...}}" if names else "- {name: ..., model: ...}"
+        raise ValueError(
+            f"task.arms is a mapping ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}), and the arms are a "
+            f"list: write each as a list item with its key as its name, {example}"
+        )
+    return list(arms)
 
 
 def arm_labels_of_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -143,7 +160,7 @@ class TaskDefinition:
 
     @classmethod
     def of(cls, task: LiveTask) -> TaskDefinition:
-        names = tuple(arm_name(arm) for arm in task.arms)
+        names = tuple(arm_name(arm) for arm in arm_list(task.arms))
         if not names:
             raise ValueError("at least one arm is needed")
         if len(set(names)) != len(names):

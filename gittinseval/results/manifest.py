@@ -19,6 +19,7 @@ import yaml
 from gittinseval.results.panels import MMLU_PANELS
 from gittinseval.results.report import FIGURES, write_report
 from gittinseval.sim.results_store import RunRow, load_rows
+from gittinseval.utils.text import invalid_yaml
 
 __all__ = ["MANIFEST", "StoreReport", "read_manifest", "read_stores"]
 
@@ -60,7 +61,10 @@ def read_manifest(results_dir: str | Path) -> list[StoreReport]:
     path = results_dir / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no report manifest (one entry per store: its report options)")
-    entries = yaml.safe_load(path.read_text()) or {}
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(invalid_yaml(error, path)) from None
     if not isinstance(entries, dict):
         raise ValueError(f"{path}: expected a mapping of report names to report options")
     reports = []

@@ -195,6 +195,7 @@ def write_report(
     if runs is None:
         runs = [row for source in sources for row in load_rows(source)]
     tables = panel_tables(runs, mmlu_panels, versus)
+    _check_versus(versus, tables)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     family_figures, timing_figures = ({}, []) if figures == "none" else draw_figures(
@@ -203,6 +204,17 @@ def write_report(
     report = write_markdown(sources, tables, family_figures, timing_figures, out)
     write_summary_tables([row.summary for row in runs], out, report)
     return report
+
+
+def _check_versus(versus: tuple[str, ...], tables: list[PanelTables]) -> None:
+    """Refuse a ``versus`` label that no curve has: its paired tables would be left out without a word."""
+    present = list(dict.fromkeys(label for table in tables for label in table.panel.curves))
+    unknown = [label for label in versus if label not in present]
+    if unknown:
+        raise ValueError(
+            f"--versus {', '.join(map(repr, unknown))}: no runs of that method; the methods present: "
+            f"{', '.join(present) or 'none'} (give one of them, quoted if it has spaces)"
+        )
 
 
 def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None:

@@ -37,6 +37,7 @@ from gittinseval.results.panels import curve_rows, panels
 from gittinseval.results.stats import Estimate
 from gittinseval.results.tables import EMPTY, estimate_cell, markdown_table
 from gittinseval.sim.results_store import RunRow, load_rows
+from gittinseval.utils.text import invalid_yaml
 
 __all__ = ["PAPER_FACTS", "STATUS_DIR", "StoreFacts", "data_kind", "read_paper_facts", "write_status"]
 
@@ -112,7 +113,12 @@ def read_paper_facts(results_dir: str | Path) -> dict | None:
     path = Path(results_dir) / PAPER_FACTS
     if not path.is_file():
         return None
-    facts = yaml.safe_load(path.read_text()) or {}
+    try:
+        facts = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(invalid_yaml(error, path)) from None
+    if not isinstance(facts, dict):
+        raise ValueError(f"{path}: expected a mapping of {', '.join(sorted(_FACT_KEYS))} to their facts")
     unknown = set(facts) - _FACT_KEYS
     if unknown:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}; allowed: {sorted(_FACT_KEYS)}")

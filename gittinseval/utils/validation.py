@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ __all__ = [
     "non_negative_int",
     "positive_float",
     "positive_int",
+    "writable_folder",
 ]
 
 
@@ -111,3 +114,23 @@ def positive_finite_values(values: Any, name: str, item: str = "entries") -> np.
             f"with values {array.reshape(-1)[bad[:5]].tolist()}"
         )
     return array
+
+
+def writable_folder(key: str, given: Any, folder: str | Path | None = None) -> Path:
+    """``folder`` (default: ``given``, an output folder) if it is a folder that can be written or created, else a
+    :class:`ConfigError` naming ``key`` (``--out``), what was ``given`` and why.
+
+    Checked before any work, and without creating anything: the apps would otherwise fail at their
+    first write, after the work, with the operating system's traceback.
+    """
+    path = Path(given if folder is None else folder)
+    existing = next(part for part in (path.absolute(), *path.absolute().parents) if part.exists())
+    # The usual cause, a file where a folder should be, is named as such: mkdir's own words
+    # ("File exists", "Not a directory") leave the user to guess which part of the path is meant.
+    if not existing.is_dir():
+        reason = f"{existing} is a file"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        reason = f"{existing} is not writable"
+    else:
+        return path
+    raise ConfigError(f"{key} {given}: cannot write the folder {path}: {reason}; choose another {key}")

@@ -122,7 +122,7 @@ def test_any_live_policy_runs_from_the_cli_and_the_others_say_why_not(tmp_path):
 
 def test_the_live_page_python_example_runs_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    example = page_block("docs/live.md", "from baselines.ucbe import UCBEPolicy")
+    example = page_block("docs/live.md", "from gittinseval.baselines.ucbe import UCBEPolicy")
     exec(compile(example, "docs/live.md", "exec"), {})
     first = capsys.readouterr().out.splitlines()
     assert first[0].endswith(" budget") and first[1].startswith("spent $0.05") and "charged as expected" in first[1]
@@ -191,6 +191,8 @@ def test_every_task_has_a_default_store_of_its_own(hydra_choices):
     dry_run(cfg)
     assert cfg.store == "outputs/live/arithmetic_gittins_aware_seed0.sqlite"
     chat = hydra_choices("task=openai_chat", "policy=ucbe", "seed=2")
+    assert chat.store is None  # store: null, named when the task is built
+    dry_run(chat)
     assert chat.store == "outputs/live/openai_chat_ucbe_aware_seed2.sqlite"
 
 

@@ -89,7 +89,7 @@ def test_bad_files_name_the_file(tmp_path):
 def test_bad_costs_are_rejected(tmp_path):
     np.save(tmp_path / "m.npy", np.full((3, 4), 0.5))
     np.save(tmp_path / "short.npy", np.ones(2))
-    with pytest.raises(ValueError, match="short.npy: expected one cost per arm \\(3\\), got 2"):
+    with pytest.raises(ValueError, match="short.npy: 2 prices for 3 arms; give one price per arm"):
         load_matrix(str(tmp_path / "m.npy"), costs=str(tmp_path / "short.npy"))
     np.save(tmp_path / "zero.npy", np.array([1.0, 0.0, 2.0]))
     with pytest.raises(ValueError, match="zero.npy: costs must be positive and finite; bad arms \\[1\\]"):

@@ -8,6 +8,12 @@ from gittinseval.utils.errors import UsageError
 from gittinseval.utils.validation import ConfigError, positive_int
 
 
+@pytest.fixture(autouse=True)
+def _a_bare_command_line(monkeypatch):
+    """run_app parses the command line first: the app's, not pytest's options."""
+    monkeypatch.setattr("sys.argv", ["gittinseval"])
+
+
 class OddSetting(UsageError):
     """A usage error of some layer the command-line apps know nothing about."""
 

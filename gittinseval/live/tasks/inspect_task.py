@@ -80,7 +80,7 @@ from inspect_ai.solver import Solver
 from inspect_ai.util import display_type
 
 from gittinseval.live.failures import NonRetryableError, ScoringError
-from gittinseval.live.task import LiveTask
+from gittinseval.live.task import LiveTask, arm_list
 from gittinseval.live.tasks.inspect_loader import (
     build_arm,
     load_inspect_task,
@@ -411,6 +411,7 @@ def inspect_task(
         binary: whether every score is 0 or 1 (e.g. ``match``, ``choice``, ``includes``).
         name: names the default store; ``None``: the inspect task's name.
     """
+    arms = arm_list(arms)
     loaded = load_inspect_task(task, task_args)
     table = load_prices(prices)
     score_fn = InspectScorer(

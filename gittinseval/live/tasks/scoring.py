@@ -16,7 +16,7 @@ import openai
 
 from gittinseval.data import Benchmark
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
-from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask, scorer_identity
+from gittinseval.live.task import TOKENS_PER_MILLION, LiveTask, arm_list, scorer_identity
 from gittinseval.live.tasks.graders import FirstWord, GraderFn, grade
 from gittinseval.live.tasks.prices import ModelPrice, Prices, load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate, chat_messages, example_field
@@ -101,6 +101,7 @@ def chat_task(
     expected token counts (see :func:`expected_chat_costs`), and
     ``tokens_per_example = prompt_tokens + completion_tokens`` (with
     ``completion_tokens=None``, the arms' mean ``max_tokens``)."""
+    arms = arm_list(arms)
     completion = (
         float(np.mean([arm["max_tokens"] for arm in arms if "max_tokens" in arm] or [0.0]))
         if completion_tokens is None
