@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from gittinseval.core.confidence_sequences import (
     DEFAULT_GRID_SIZE,
@@ -84,9 +85,19 @@ class AnytimeCertifier:
         n_examples: ``N``, examples per arm.
         delta: the total error level in ``(0, 1)``.
         grid_size: ``G``, grid points for the candidate means (outward rounding ``<= 1 / (G - 1)``).
+        offsets: ``[K]`` known amounts ``b_k``: the statements are then about ``Zbar_k + b_k`` (the
+            ``value`` objective, :mod:`~gittinseval.core.objective`), whose intervals are the arms'
+            shifted by ``b_k`` (``None``: zeros).  :meth:`bounds` stays of ``Zbar_k``.
     """
 
-    def __init__(self, n_arms: int, n_examples: int, delta: float, grid_size: int = DEFAULT_GRID_SIZE) -> None:
+    def __init__(
+        self,
+        n_arms: int,
+        n_examples: int,
+        delta: float,
+        grid_size: int = DEFAULT_GRID_SIZE,
+        offsets: ArrayLike | None = None,
+    ) -> None:
         self.n_arms = positive_int("n_arms", n_arms)
         self.n_examples = positive_int("n_examples", n_examples)
         self.delta = check_level("delta", delta)
@@ -97,6 +108,9 @@ class AnytimeCertifier:
         self._lower = np.zeros(self.n_arms)
         self._upper = np.ones(self.n_arms)
         self._n_seen = np.zeros(self.n_arms, dtype=np.int64)
+        self._offsets = np.zeros(self.n_arms) if offsets is None else np.asarray(offsets, dtype=np.float64)
+        if self._offsets.shape != (self.n_arms,) or not np.isfinite(self._offsets).all():
+            raise ValueError(f"offsets must be {self.n_arms} finite numbers, got shape {self._offsets.shape}")
 
     @property
     def grid_size(self) -> int:
@@ -148,20 +162,21 @@ class AnytimeCertifier:
     def _rival(self, arm: int) -> tuple[int | None, float | None]:
         if self.n_arms == 1:
             return None, None
-        best = int(self._upper.argmax())
+        upper = self._upper + self._offsets
+        best = int(upper.argmax())
         if best != arm:
-            return best, float(self._upper[best])
-        before = int(np.argmax(self._upper[:arm])) if arm > 0 else None
-        after = arm + 1 + int(np.argmax(self._upper[arm + 1 :])) if arm + 1 < self.n_arms else None
-        if before is None or (after is not None and self._upper[after] > self._upper[before]):
-            return after, float(self._upper[after])
-        return before, float(self._upper[before])
+            return best, float(upper[best])
+        before = int(np.argmax(upper[:arm])) if arm > 0 else None
+        after = arm + 1 + int(np.argmax(upper[arm + 1 :])) if arm + 1 < self.n_arms else None
+        if before is None or (after is not None and upper[after] > upper[before]):
+            return after, float(upper[after])
+        return before, float(upper[before])
 
     def certified_eps(self, recommended: int) -> float:
         """The smallest certified tolerance ``max(0, max_{j != a} U_j - L_a)`` for ``a = recommended`` (``O(K)``)."""
         arm = self._arm(recommended)
         _, rival_upper = self._rival(arm)
-        return 0.0 if rival_upper is None else max(0.0, rival_upper - float(self._lower[arm]))
+        return 0.0 if rival_upper is None else max(0.0, rival_upper - float(self._lower[arm] + self._offsets[arm]))
 
     def statement(self, recommended: int, eps: float = 0.0) -> EpsBestStatement:
         """Whether ``recommended`` is certified eps-best now: ``L_a >= max_{j != a} U_j - eps``.
@@ -177,13 +192,13 @@ class AnytimeCertifier:
         arm = self._arm(recommended)
         eps = non_negative_float("eps", eps)
         rival, rival_upper = self._rival(arm)
-        lower = float(self._lower[arm])
+        lower = float(self._lower[arm] + self._offsets[arm])
         certified = 0.0 if rival_upper is None else max(0.0, rival_upper - lower)
         return EpsBestStatement(
             arm=arm,
             n_seen=int(self._n_seen[arm]),
             lower=lower,
-            upper=float(self._upper[arm]),
+            upper=float(self._upper[arm] + self._offsets[arm]),
             rival=rival,
             rival_upper=rival_upper,
             certified_eps=certified,

@@ -80,10 +80,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
+from gittinseval.core.anytime import EpsBestStatement
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.utils.validation import ConfigError, non_negative_float, positive_int
 
 __all__ = [
+    "CERTIFICATE_MODELS",
     "DEFAULT_SAMPLES",
     "PRUNE_TOLERANCE",
     "Certificate",
@@ -100,6 +102,10 @@ __all__ = [
 
 DEFAULT_SAMPLES = 4096
 """Monte Carlo draws of a certificate: a probability's standard error is at most 0.5 / sqrt(4096) = 0.0078."""
+
+CERTIFICATE_MODELS = ("gaussian",)
+"""The posteriors a certificate can be computed under (``certificate.model``): ``gaussian``, the paper's surrogate
+of this module."""
 
 PRUNE_TOLERANCE = 1e-9
 """Largest change of any probability from leaving out the arms that cannot come within ``eps`` of the best."""
@@ -166,6 +172,10 @@ class Certificate:
         arm_lower, arm_upper: each arm's central credible interval at ``level``.
         arm_prob_best: ``P(Zbar_k = max_j Zbar_j)``; they sum to 1 unless completed arms tie.
         arm_prob_eps_best: ``P(Zbar_k >= max_j Zbar_j - eps)``.
+        model: the posterior the numbers are of (one of :data:`CERTIFICATE_MODELS`).
+        anytime: the anytime-valid eps-best statement about the same arm
+            (:class:`~gittinseval.core.anytime.EpsBestStatement`), or ``None`` when the run keeps no
+            confidence sequences.
     """
 
     arm: int
@@ -177,6 +187,8 @@ class Certificate:
     arm_upper: np.ndarray
     arm_prob_best: np.ndarray
     arm_prob_eps_best: np.ndarray
+    model: str = "gaussian"
+    anytime: EpsBestStatement | None = None
 
     @property
     def mean(self) -> float:
@@ -222,6 +234,8 @@ class Certificate:
             "prob_eps_best_se": self.prob_eps_best_se,
             "eps": self.eps,
             "n_samples": self.n_samples,
+            "model": self.model,
+            **({} if self.anytime is None else {"anytime": self.anytime.as_dict()}),
         }
 
     def format(self) -> str:
@@ -230,11 +244,16 @@ class Certificate:
 
 
 def format_certificate(values: Mapping[str, Any]) -> str:
-    """:meth:`Certificate.format` of a certificate's :meth:`~Certificate.as_dict` (e.g. read from a summary)."""
-    return (
+    """:meth:`Certificate.format` of a certificate's :meth:`~Certificate.as_dict` (e.g. read from a summary);
+    with an anytime statement, e.g. ``; anytime 95%: within 0.034 of the best``."""
+    line = (
         f"{values['mean']:.3f} [{values['lower']:.3f}, {values['upper']:.3f}] {100 * values['level']:g}%, "
         f"P(best) {values['prob_best']:.2f}, P(within {values['eps']:g}) {values['prob_eps_best']:.2f}"
     )
+    anytime = values.get("anytime")
+    if anytime is None:
+        return line
+    return f"{line}; anytime {100 * (1 - anytime['delta']):g}%: within {anytime['certified_eps']:.3f} of the best"
 
 
 def certify(
@@ -284,22 +303,35 @@ def certify(
 
 @dataclass(frozen=True)
 class CertificateSettings:
-    """The ``level``, ``eps`` and Monte Carlo ``samples`` of a run's certificates (config key ``certificate``).
+    """How a run states its confidence in its recommendation (config key ``certificate``).
 
     Attributes:
         level: credibility of the intervals, in (0, 1).
         eps: ``eps`` of ``P(eps-best)``, in score units, ``>= 0``.
         samples: ``S``, Monte Carlo draws of the probabilities.
+        model: the posterior of the certificate, one of :data:`CERTIFICATE_MODELS`.
+        anytime: also state the anytime-valid eps-best statement (:mod:`gittinseval.core.anytime`), at
+            ``delta``.
+        delta: the anytime statement's error level, in (0, 1): it holds with probability ``>= 1 - delta``
+            at every batch of the run at once.
     """
 
     level: float = 0.95
     eps: float = 0.01
     samples: int = DEFAULT_SAMPLES
+    model: str = "gaussian"
+    anytime: bool = False
+    delta: float = 0.05
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", open_unit_interval("certificate.level", self.level))
         object.__setattr__(self, "eps", non_negative_float("certificate.eps", self.eps))
         object.__setattr__(self, "samples", positive_int("certificate.samples", self.samples))
+        if self.model not in CERTIFICATE_MODELS:
+            raise ConfigError(f"certificate.model must be one of {', '.join(CERTIFICATE_MODELS)}, got {self.model!r}")
+        if not isinstance(self.anytime, bool):
+            raise ConfigError(f"certificate.anytime must be true or false, got {self.anytime!r}")
+        object.__setattr__(self, "delta", open_unit_interval("certificate.delta", self.delta))
 
     @classmethod
     def of(cls, value: Any) -> CertificateSettings:

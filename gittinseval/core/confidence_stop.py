@@ -27,9 +27,12 @@ from gittinseval.core.certificate import (
     settings_from_mapping,
 )
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
-from gittinseval.utils.validation import non_negative_float, positive_int
+from gittinseval.utils.validation import ConfigError, non_negative_float, positive_int
 
-__all__ = ["CEILING_RIVALS", "ConfidenceStop", "StopReason", "eps_best_bounds"]
+__all__ = ["CEILING_RIVALS", "STOP_MODES", "ConfidenceStop", "StopReason", "eps_best_bounds"]
+
+STOP_MODES = ("posterior", "anytime")
+"""What a confidence stop reads: the certificate's posterior probability, or the anytime-valid statement."""
 
 CEILING_RIVALS = (4, 32)
 """Rivals of the cheap exact ceilings a confidence stop checks, in turn, before a full Monte Carlo certificate."""
@@ -68,17 +71,27 @@ class ConfidenceStop:
     a ceiling below the threshold is the full comparison's answer; :func:`certify`
     (``O(K S)``) is called only when neither is.
 
+    With ``mode="anytime"`` the stop is instead the anytime-valid statement of
+    :class:`~gittinseval.core.anytime.AnytimeCertifier` at ``delta = 1 - prob_eps_best``: the run stops
+    once the recommendation is certified eps-best by the arms' confidence sequences, a statement that
+    holds with probability at least ``prob_eps_best`` whatever the benchmark (the run's driver checks it;
+    :meth:`reached` is the posterior mode's check).
+
     Attributes:
         prob_eps_best: the required probability, in (0, 1).
         eps: the tolerance in score units, ``>= 0``.
         n_samples: Monte Carlo draws when the bounds do not decide.
+        mode: ``posterior`` (the certificate's posterior probability) or ``anytime``.
     """
 
     prob_eps_best: float = 0.95
     eps: float = 0.01
     n_samples: int = DEFAULT_SAMPLES
+    mode: str = "posterior"
 
     def __post_init__(self) -> None:
+        if self.mode not in STOP_MODES:
+            raise ConfigError(f"stop_when.mode must be one of {', '.join(STOP_MODES)}, got {self.mode!r}")
         object.__setattr__(self, "prob_eps_best", open_unit_interval("prob_eps_best", self.prob_eps_best))
         object.__setattr__(self, "eps", non_negative_float("eps", self.eps))
         object.__setattr__(self, "n_samples", positive_int("n_samples", self.n_samples))

@@ -23,6 +23,8 @@ class ObservedCells:
     Attributes (shapes ``[K, N]`` or ``[K]``):
         values: each scored cell's score, ``0`` where unseen (read with ``seen``).
         seen: whether the cell is scored.
+        batch: the 0-based batch in which the cell was scored, ``-1`` where unseen: what the run had seen
+            after any earlier batch is :meth:`up_to` that batch.
         score_sum: ``R_k = sum_j seen_kj Z_kj``.
         score_sq_sum: ``Q_k = sum_j seen_kj Z_kj^2`` (the spread of continuous scores).
         n_seen: ``n_k = sum_j seen_kj``.
@@ -37,6 +39,8 @@ class ObservedCells:
         self.binary = bool(binary)
         self.values = np.zeros((n_arms, self.n_examples))
         self.seen = np.zeros((n_arms, self.n_examples), dtype=bool)
+        self.batch = np.full((n_arms, self.n_examples), -1, dtype=np.int32)
+        self.n_batches = 0
         self.score_sum = np.zeros(n_arms)
         self.score_sq_sum = np.zeros(n_arms)
         self.n_seen = np.zeros(n_arms, dtype=np.int64)
@@ -60,6 +64,22 @@ class ObservedCells:
             raise ValueError(f"arm {arm}: examples {examples[self.seen[arm, examples]][:5].tolist()} are seen already")
         self.values[arm, examples] = scores
         self.seen[arm, examples] = True
+        self.batch[arm, examples] = self.n_batches
+        self.n_batches += 1
         self.score_sum[arm] += float(scores.sum())
         self.score_sq_sum[arm] += float(scores @ scores)
         self.n_seen[arm] += examples.size
+
+    def up_to(self, n_batches: int) -> ObservedCells:
+        """What the run had observed after its first ``n_batches`` batches (a new object; ``O(K N)``)."""
+        if not 0 <= n_batches <= self.n_batches:
+            raise ValueError(f"n_batches must be in [0, {self.n_batches}], got {n_batches}")
+        earlier = ObservedCells(self.n_arms, self.n_examples, binary=self.binary, features=self.features)
+        earlier.seen = self.seen & (self.batch < n_batches)
+        earlier.batch = np.where(earlier.seen, self.batch, -1).astype(np.int32)
+        earlier.values = np.where(earlier.seen, self.values, 0.0)
+        earlier.score_sum = earlier.values.sum(axis=1)
+        earlier.score_sq_sum = (earlier.values**2).sum(axis=1)
+        earlier.n_seen = earlier.seen.sum(axis=1).astype(np.int64)
+        earlier.n_batches = n_batches
+        return earlier

@@ -14,7 +14,9 @@ decides or states besides the policy's own choice of the next request is kept he
 - the objective: the recommendation is the policy's own, or, for an objective the policy does
   not follow itself, the objective's choice from the posterior; under ``value`` the certificate
   and the confidence stop are of ``Zbar_k + b_k`` (the posterior shifted by the offsets);
-- the certificate of the recommendation and the confidence stop.
+- the certificate of the recommendation under the settings' posterior model, the anytime-valid
+  eps-best statement of the arms' confidence sequences (:mod:`~gittinseval.core.anytime`), and the
+  confidence stop on either.
 
 The drivers differ only in where a batch's scores and charge come from, so two runs fed the
 same scores and charges in the same order make the same decisions and statements.
@@ -22,12 +24,14 @@ same scores and charges in the same order make the same decisions and statements
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from gittinseval.core.anytime import AnytimeCertifier, EpsBestStatement
 from gittinseval.core.certificate import Certificate, CertificateSettings
 from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostEstimator, CostLearning
@@ -70,10 +74,9 @@ class RunSettings:
     def defaults_as_config(cls) -> dict[str, Any]:
         """The defaults as the config values they are written as (the digest leaves these out)."""
         defaults = cls()
-        certificate = defaults.certificate
         objective = defaults.objective
         return {
-            "certificate": {"level": certificate.level, "eps": certificate.eps, "samples": certificate.samples},
+            "certificate": asdict(defaults.certificate),
             "stop_when": None,
             "objective": {"name": objective.name, "mu": objective.mu, "eps": objective.eps, "delta": objective.delta},
         }
@@ -103,6 +106,9 @@ class RunSession:
             :meth:`certified_posterior` for the value's).
         observed: every observed cell.
         learned_costs: the cost estimator, or ``None``.
+        anytime: the arms' confidence sequences (``None`` unless ``settings.certificate.anytime`` or an
+            anytime confidence stop asks for them): at the stop's ``delta = 1 - prob_eps_best`` for an
+            anytime stop, else at ``settings.certificate.delta``.
         kappa, cell_var: the policy's LCB weight and cell variance.
         value_offsets: ``[K]`` ``b_k`` under the ``value`` objective, else ``None``.
         recommended: the arm recommended after the last batch (``None`` before any).
@@ -137,8 +143,14 @@ class RunSession:
         self.posterior = FiniteBenchmarkPosterior(
             n_arms, problem.n_examples, problem.prior_mean, problem.prior_var, self.cell_var
         )
-        self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary)
+        self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary, features=problem.features)
         self.learned_costs: CostEstimator | None = None if cost_learning is None else cost_learning.start(problem.costs)
+        stop = self.settings.stop_when
+        anytime_stop = stop is not None and stop.mode == "anytime"
+        self.anytime: AnytimeCertifier | None = None
+        if anytime_stop or self.settings.certificate.anytime:
+            delta = 1.0 - stop.prob_eps_best if anytime_stop else self.settings.certificate.delta
+            self.anytime = AnytimeCertifier(n_arms, problem.n_examples, delta, offsets=self.value_offsets)
         self.recommended: int | None = None
         self.choice: Choice | None = None
         self.n_batches = 0
@@ -175,6 +187,10 @@ class RunSession:
             self.policy.update_costs(learned.planned)
         self.policy.observe(request, scores)
         self.posterior.update(request.arm, scores)
+        if self.anytime is not None:
+            # In the request's order: the arm's random example order, which the confidence sequence's
+            # guarantee is about.
+            self.anytime.update(request.arm, scores)
         self.n_batches += 1
         self.recommended = self._recommend()
         return self.recommended
@@ -199,16 +215,36 @@ class RunSession:
         """The certificate of the recommendation (``None`` before any batch)."""
         if self.recommended is None:
             return None
-        return self.settings.certificate.certify(self.certified_posterior(), self.recommended)
+        certificate = self.settings.certificate.certify(self.certified_posterior(), self.recommended)
+        return certificate if self.anytime is None else replace(certificate, anytime=self.anytime_statement())
+
+    def anytime_statement(self) -> EpsBestStatement | None:
+        """The anytime-valid statement about the recommendation at the certificate's ``eps`` (``None`` before
+        any batch, or without confidence sequences)."""
+        if self.anytime is None or self.recommended is None:
+            return None
+        return self.anytime.statement(self.recommended, self.settings.certificate.eps)
 
     def confident(self, stop: ConfidenceStop | None = None) -> bool:
         """Whether ``stop`` (default: the settings' ``stop_when``; none: ``False``) is reached after the last
-        batch: the recommended arm is eps-best with the stop's probability.  Checked once per batch."""
+        batch: the recommended arm is eps-best with the stop's probability, under the certificate's posterior
+        or, for an anytime stop, certified by the confidence sequences.  Checked once per batch."""
         stop = self.settings.stop_when if stop is None else stop
         if stop is None or self.recommended is None:
             return False
         cached = self._confident
         if cached is None or cached[:2] != (self.n_batches, stop):
-            cached = (self.n_batches, stop, stop.reached(self.certified_posterior(), self.recommended))
+            cached = (self.n_batches, stop, self._reached(stop))
             self._confident = cached
         return cached[2]
+
+    def _reached(self, stop: ConfidenceStop) -> bool:
+        if stop.mode == "anytime":
+            if self.anytime is None or not math.isclose(self.anytime.delta, 1.0 - stop.prob_eps_best):
+                have = "no confidence sequences" if self.anytime is None else f"delta = {self.anytime.delta:g}"
+                raise ValueError(
+                    f"an anytime stop at prob_eps_best={stop.prob_eps_best:g} needs confidence sequences at delta = "
+                    f"{1.0 - stop.prob_eps_best:g}, and this run has {have}: make it the run's stop_when"
+                )
+            return self.anytime.reached(self.recommended, stop.eps)
+        return stop.reached(self.certified_posterior(), self.recommended)

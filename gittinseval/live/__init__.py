@@ -10,9 +10,10 @@
 """
 
 from gittinseval.live.config import LiveConfig
-from gittinseval.live.driver import LiveResult, evaluate, evaluate_async
+from gittinseval.live.driver import evaluate, evaluate_async
 from gittinseval.live.evaluator import Evaluator
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
+from gittinseval.live.result import LiveResult
 from gittinseval.live.run_store import RunStore, StoreLockedError
 from gittinseval.live.status import ArmStatus, Recommendation
 from gittinseval.live.task import LiveTask, arm_name, dataset_digest

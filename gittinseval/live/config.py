@@ -88,7 +88,8 @@ class LiveConfig:
     fork: Path | None = None
     concurrency: int = 1
     stop_at_signal: bool = False
-    certificate: CertificateSettings = field(default_factory=CertificateSettings)
+    # Live, the anytime-valid statement is stated beside the posterior certificate (conf/run_settings/live.yaml).
+    certificate: CertificateSettings = field(default_factory=lambda: CertificateSettings(anytime=True))
     stop_when: ConfidenceStop | None = None
     learn_costs: CostLearning | None = field(default_factory=CostLearning)
     max_retries: int = 3

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.core.certificate import format_certificate
+from gittinseval.core.params import legacy_targets
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.session import RunSettings
 from gittinseval.sim.results_store import RunRow, stored_run
@@ -46,15 +47,20 @@ LATER_SETTINGS = {
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
-CODE_PATHS = ("gittinseval", "baselines", "conf", "pyproject.toml")
+CODE_PATHS = ("gittinseval", "conf", "pyproject.toml")
 
 log = logging.getLogger(__name__)
 
 
 def config_digest(cfg: DictConfig) -> str:
     """SHA-256 of the resolved config without :data:`RESULT_NEUTRAL_KEYS`, nor the :data:`LATER_SETTINGS`
-    at their defaults: equal digests, equal runs."""
-    settings = OmegaConf.to_container(cfg, resolve=True)
+    at their defaults: equal digests, equal runs.
+
+    The bundled baselines' ``_target_``s are hashed by their names from before they moved into the
+    package (:func:`~gittinseval.core.params.legacy_targets`: ``gittinseval.baselines.ucbe.UCBEPolicy``
+    as ``baselines.ucbe.UCBEPolicy``), so the stored runs keep their digests.
+    """
+    settings = legacy_targets(OmegaConf.to_container(cfg, resolve=True))
     for key in RESULT_NEUTRAL_KEYS:
         settings.pop(key, None)
     for key, default in LATER_SETTINGS.items():
@@ -143,11 +149,26 @@ def run_trials(
 
 
 def results_store(cfg: DictConfig) -> Path | None:
-    """The results store ``cfg.results_store`` whose runs are not run again (``None``: no store)."""
+    """The results store ``cfg.results_store`` whose runs are not run again (``None``: no store).
+
+    A store that does not exist yet is said once, when it is first asked for: its runs would all be
+    run, as if it were not given, which is right for a store being started and wrong for a mistyped path.
+    """
     store = cfg.get("results_store")
     if store is not None and not str(store).endswith(".parquet"):
         raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
-    return None if store is None else Path(store)
+    if store is None:
+        return None
+    _say_if_missing(Path(store))
+    return Path(store)
+
+
+@functools.cache
+def _say_if_missing(store: Path) -> None:
+    # Once a process for each store: a sweep asks for it once a job, and a run once a trial.
+    if not store.exists():
+        log.warning("results_store=%s does not exist yet: no run is skipped as stored; "
+                    "gittinseval-store export <sweep folder> --to %s creates it from finished runs", store, store)
 
 
 def simulate_config(cfg: DictConfig) -> RunResult:

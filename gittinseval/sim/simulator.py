@@ -228,6 +228,8 @@ def simulate(
     exhaustive = n_examples * float(np.sum(costs))
     rows: list[tuple[int, int, float, int]] = []
     batch_sums: list[float] = []
+    # The anytime statement after each batch (with confidence sequences): the checkpoints pick theirs.
+    statements: list[dict[str, Any]] = []
     spent = 0.0
     stop_step = None
     confidence_step = None
@@ -254,6 +256,8 @@ def simulate(
             spent += batch_cost
             rows.append((request.arm, request.size, spent, recommended))
             batch_sums.append(float(batch_scores.sum()))
+            if session.anytime is not None:
+                statements.append(session.anytime_statement().as_dict())
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
             if confidence_step is None and session.confident():
@@ -279,7 +283,7 @@ def simulate(
     certificate_after = partial(
         _certificate_after, trace=trace, batch_sums=np.asarray(batch_sums), n_examples=n_examples, prior=prior,
         cell_var=session.cell_var, settings=settings.certificate, row_means=row_means,
-        offsets=session.value_offsets,
+        offsets=session.value_offsets, statements=statements,
     )
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
@@ -357,11 +361,13 @@ def _certificate_after(
     settings: CertificateSettings,
     row_means: np.ndarray,
     offsets: np.ndarray | None = None,
+    statements: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The certificate of the recommendation after batch ``position`` (0-based; ``None`` for ``-1``, before
     any batch), from each arm's score sum and count up to that batch, with the arm's ``true_mean``; with
     ``offsets`` ``b_k`` (the ``value`` objective) the certificate of ``Zbar_k + b_k``, whose true means are
-    then ``row_means``."""
+    then ``row_means``; with the run's anytime ``statements`` (one per batch), the one after that batch as
+    ``anytime``."""
     if position < 0:
         return None
     n_arms = row_means.size
@@ -372,7 +378,10 @@ def _certificate_after(
     if offsets is not None:
         posterior = shifted_posterior(posterior, offsets)
     arm = int(trace["recommended"][position])
-    return {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
+    certificate = {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
+    if statements:
+        certificate["anytime"] = statements[position]
+    return certificate
 
 
 def _batches_within(cost_pct: np.ndarray, percent: float) -> int:
@@ -396,6 +405,7 @@ def _confidence_stop(
     return {
         "prob_eps_best": stop_when.prob_eps_best,
         "eps": stop_when.eps,
+        "mode": stop_when.mode,
         "step": step,
         "cost": float(spend[step - 1]) if fired else None,
         "cost_pct": float(cost_pct[step - 1]) if fired else None,

@@ -8,8 +8,8 @@ import pytest
 from scipy import integrate
 from scipy.stats import norm
 
-from baselines.ucbe import UCBEPolicy
-from baselines.uniform import UniformPolicy
+from gittinseval.baselines.ucbe import UCBEPolicy
+from gittinseval.baselines.uniform import UniformPolicy
 from gittinseval.core.certificate import DEFAULT_SAMPLES, certify, posterior_from_statistics
 from gittinseval.core.confidence_stop import ConfidenceStop, StopReason, _eps_best_ceiling, eps_best_bounds
 from gittinseval.core.gittins import GittinsPolicy
@@ -398,8 +398,9 @@ def test_summary_values():
     assert values == cert.as_dict()
     assert set(values) == {
         "arm", "mean", "lower", "upper", "level", "prob_best", "prob_best_se",
-        "prob_eps_best", "prob_eps_best_se", "eps", "n_samples",
+        "prob_eps_best", "prob_eps_best_se", "eps", "n_samples", "model",
     }  # fmt: skip
+    assert values["model"] == "gaussian"
     assert values["arm"] == 1 and values["eps"] == 0.02 and values["n_samples"] == DEFAULT_SAMPLES
     assert cert.format().startswith(f"{cert.mean:.3f} [{cert.lower:.3f}, {cert.upper:.3f}] 90%, P(best) ")
     assert json.dumps({"stopped_by": StopReason.CONFIDENCE}) == '{"stopped_by": "confidence"}'

@@ -108,6 +108,24 @@ def test_cheapest_within_is_the_cheapest_qualifying_arm_by_brute_force(sums, pri
         assert choice.arm not in (accuracy_choice, int(np.argmin(prices)))
 
 
+def test_cheapest_within_prefers_the_cheap_qualifier_over_a_surer_dear_one():
+    """A cheap arm that qualifies at P(eps-best) of about 0.97 is chosen over a dear one at P of about 1: the rule
+    orders by price first, not by probability (a choice that sorted by probability would pick the dear arm)."""
+    n_examples = 5000
+    # Arm 0 dear, 4990 of 5000 scored at 0.805; arm 1 cheap, 4300 scored at 0.80.
+    posterior = posterior_from_statistics([0.805 * 4990, 0.80 * 4300], [4990, 4300], n_examples,
+                                          PRIOR_MEAN, PRIOR_VAR)
+    prices = np.array([2.0, 0.1])
+    objective = Objective("cheapest_within", eps=0.01, delta=0.05)
+    exact = _prob_eps_best(posterior.mean, np.sqrt(posterior.variance), objective.eps)
+    # The instance: both qualify, the dear arm surer than the cheap one, the cheap one clear of the threshold.
+    assert exact[0] > 0.999 and 0.955 < exact[1] < 0.99
+
+    choice = objective.choose(posterior, prices, accuracy_choice=0, n_samples=1 << 16)
+
+    assert choice.qualified is True and choice.arm == 1 == _brute_force_cheapest(exact, prices, objective.delta)
+
+
 def test_value_choice_and_certificate_are_those_of_the_offset_targets():
     n_examples = 400
     posterior = posterior_from_statistics([300.0, 280.0, 250.0], [350, 350, 350], n_examples, PRIOR_MEAN, PRIOR_VAR)

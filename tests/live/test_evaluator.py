@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from baselines.ucbe import UCBEPolicy
 from gittinseval import GaussianPrior, GittinsPolicy, simulate
+from gittinseval.baselines.ucbe import UCBEPolicy
 from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import PosteriorReport
 from gittinseval.core.session import RunSettings
@@ -212,7 +212,7 @@ def test_tells_of_unknown_or_told_requests_are_rejected(bench):
 def test_bad_definitions_are_rejected(bench):
     with pytest.raises(ValueError, match="distinct"):
         Evaluator(LiveTask(["a", "a"], range(N)))
-    with pytest.raises(ValueError, match="one cost per arm"):
+    with pytest.raises(ValueError, match="11 prices for 12 arms; give one price per arm"):
         Evaluator(LiveTask(range(K), range(N), costs=np.ones(K - 1)))
     with pytest.raises(ValueError, match="costs must be positive"):
         Evaluator(LiveTask(range(K), range(N), costs=np.r_[0.0, np.ones(K - 1)]))

@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
@@ -17,6 +19,7 @@ from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.results.callbacks import sweep_size
 from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
 from gittinseval.sim.results_store import stored_digests
+from gittinseval.sim.sweeps import JobConfigs
 from gittinseval.utils.validation import ConfigError
 
 EXPERIMENTS = sorted(
@@ -69,7 +72,7 @@ def test_methods_set_policy_and_prior():
     s = compose_config("method=gittins_s", "benchmark=gsm8k")
     assert g.policy._target_ == s.policy._target_ == "gittinseval.GittinsPolicy"
     assert (g.prior.name, s.prior.name) == ("general", "specific")
-    assert compose_config("method=lrf").policy._target_ == "baselines.lrf.LRFPolicy"
+    assert compose_config("method=lrf").policy._target_ == "gittinseval.baselines.lrf.LRFPolicy"
     # Every policy yaml is also a method (no alias file needed): one class + one yaml.
     for policy in (p.stem for p in (CONFIG_DIR / "policy").glob("*.yaml")):
         assert compose_config(f"method={policy}").policy == compose_config(f"policy={policy}").policy
@@ -156,10 +159,12 @@ def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stor
     job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
            "seed=0"]
     cfg = compose_config(*job)
-    assert cfg.certificate == {"level": 0.95, "eps": 0.01, "samples": 4096} and cfg.stop_when is None
+    assert cfg.certificate == {"level": 0.95, "eps": 0.01, "samples": 4096, "model": "gaussian", "anytime": False,
+                               "delta": 0.05} and cfg.stop_when is None
     stored = stored_digests(CONFIG_DIR.parent / "docs/results/main_gsm8k_zeroeval.parquet")
     assert config_digest(cfg) in stored
-    for setting in ("certificate.level=0.9", "certificate.eps=0.02", "+stop_when.prob_eps_best=0.9"):
+    for setting in ("certificate.level=0.9", "certificate.eps=0.02", "+stop_when.prob_eps_best=0.9",
+                    "certificate.anytime=true", "certificate.delta=0.1"):
         assert config_digest(compose_config(*job, setting)) not in stored, setting
 
 
@@ -225,6 +230,53 @@ def test_committed_runs_keep_their_config_digest(cost):
     cfg = compose_config("experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", f"cost={cost}",
                          "method=gittins_s", "seed=3")
     assert config_digest(cfg) in stored_digests(CODE_ROOT / "docs" / "results" / "main_gsm8k_zeroeval.parquet")
+
+
+# Sweeps of committed stores with runs of the bundled baselines, narrowed to stay quick: (experiment, narrowed
+# axes, the baselines swept, their runs).  Together they run every baseline of conf/policy/.
+STORED_BASELINE_SWEEPS = [
+    ("paper/main_gsm8k_zeroeval", {}, "UCBE LRF SySRs PromptEval PBGI LogEI LogEIPC", 7 * 3 * 20),
+    ("paper/main_alpacaeval", {}, "UCBE LRF SySRs PBGI LogEI LogEIPC", 6 * 2 * 20),
+    ("paper/mmlu_buckets", {"benchmark.subject": "abstract_algebra,us_foreign_policy"},
+     "UCBE LRF SySRs PromptEval PBGI LogEI LogEIPC", 7 * 2 * 2 * 20),
+    ("lrf_warm_start", {}, "LRF", 2 * 2 * 20),  # LRF's nested ensemble `_target_` too
+    ("certificate_calibration", {"benchmark.subject": "anatomy,virology"}, "UCBE Uniform", 2 * 2 * 20),
+]
+
+
+@pytest.mark.parametrize(("experiment", "narrowed", "baselines", "runs"), STORED_BASELINE_SWEEPS,
+                         ids=[sweep[0] for sweep in STORED_BASELINE_SWEEPS])
+def test_the_stored_runs_of_the_baselines_keep_their_digests_after_the_move_into_the_package(
+    experiment, narrowed, baselines, runs
+):
+    """The baselines' `_target_`s are now `gittinseval.baselines.*`; their committed runs were digested as
+    `baselines.*`, and a sweep still finds every one of them by digest (so it skips them), as the sweeper
+    composes them."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        master = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+        axes = {**master.hydra.sweeper.params, **narrowed}
+        if "method" in axes:  # the baselines' jobs only
+            axes["method"] = ",".join(m for m in axes["method"].split(",") if not m.startswith("gittins"))
+        parsed = OverridesParser.create().parse_overrides([f"{key}={value}" for key, value in axes.items()])
+        jobs = BasicSweeper.split_arguments(parsed, None)[0]
+        configs = JobConfigs(GlobalHydra.instance().config_loader(), master)
+        stored = stored_digests(CODE_ROOT / master.results_store)
+        targets, missing = set(), []
+        for job in jobs:
+            cfg = configs.config([f"experiment={experiment}", *job])
+            targets.add(cfg.policy._target_)
+            if config_digest(cfg) not in stored:
+                missing.append(job)
+    assert len(jobs) == runs
+    assert targets == {t for t in targets if t.startswith("gittinseval.baselines.")}
+    assert {t.rpartition(".")[2].removesuffix("Policy") for t in targets} == set(baselines.split())
+    assert not missing, f"{len(missing)} of {runs} stored runs would run again, e.g. {' '.join(missing[0])}"
+
+
+def test_the_stored_baseline_sweeps_run_every_bundled_baseline():
+    policies = [OmegaConf.load(path)._target_ for path in (CONFIG_DIR / "policy").glob("*.yaml")]
+    bundled = {t.rpartition(".")[2].removesuffix("Policy") for t in policies if t.startswith("gittinseval.baselines.")}
+    assert len(bundled) == 8 and bundled == {name for sweep in STORED_BASELINE_SWEEPS for name in sweep[2].split()}
 
 
 def test_a_learned_cost_run_records_its_plan_and_its_refreshes(tmp_path):

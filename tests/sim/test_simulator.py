@@ -383,7 +383,7 @@ def test_the_default_objective_is_the_run_of_today(benchmark):
 
 
 def test_value_recommends_for_a_policy_that_ignores_offsets_from_the_posterior(priced_example):
-    from baselines.uniform import UniformPolicy
+    from gittinseval.baselines.uniform import UniformPolicy
     from gittinseval.core.certificate import posterior_from_statistics
     from gittinseval.core.objective import Objective
 
