@@ -21,7 +21,7 @@ default alone before any arm is observed.
 
 Why this shape (measured on real response matrices, see the package docstring): a
 nonparametric maximum-likelihood prior (NPMLE) is spiky and merges nearby arms into one atom, so
-its intervals miss (coverage 0.53 to 0.79); parametric Betas cannot follow the skew and the
+its intervals miss (coverage 0.52 to 0.79); parametric Betas cannot follow the skew and the
 bunching of real arm means near the top; the smooth spline keeps the coverage of the 95 %
 interval near 0.95 while following the shape.  Its known weakness is a sharp ceiling (many arms
 just below a common maximum, as on GSM8K): the penalty lets the upper tail run past it, which makes
