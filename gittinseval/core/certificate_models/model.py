@@ -34,12 +34,12 @@ linked; and the prior's upper tail is a smooth extrapolation (see the spline pri
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gittinseval.core.certificate import check_arm, open_unit_interval
 from gittinseval.core.certificate_models.lattice import (
     Lattice,
     RowData,
@@ -196,8 +196,8 @@ class EmpiricalBayesModel:
     ) -> PosteriorCertificate:
         """The certificate of arm ``recommended`` (numbers for every arm; maths in the module docstring)."""
         observed = _check_observed(observed)
-        recommended = _check_arm(recommended, observed.n_arms)
-        level = _open_unit_interval("level", level)
+        recommended = check_arm(recommended, observed.n_arms)
+        level = open_unit_interval("level", level)
         eps = non_negative_float("eps", eps)
         posterior = self.posterior(observed)
         lattice = posterior.lattice
@@ -231,7 +231,7 @@ class EmpiricalBayesModel:
         exact lattice sum, ``O(U X)``, about as cheap as bounds on it would be.
         """
         observed = _check_observed(observed)
-        arm = _check_arm(arm, observed.n_arms)
+        arm = check_arm(arm, observed.n_arms)
         eps = non_negative_float("eps", eps)
         big_n = observed.n_examples
         least = observed.score_sum / big_n
@@ -355,22 +355,6 @@ def _check_observed(observed: Any) -> ObservedCells:
     if not isinstance(observed, ObservedCells):
         raise TypeError(f"expected ObservedCells, got {type(observed).__name__}")
     return observed
-
-
-def _check_arm(arm: Any, n_arms: int) -> int:
-    if isinstance(arm, bool) or not (isinstance(arm, int | np.integer) and 0 <= arm < n_arms):
-        raise ValueError(f"the arm must be an integer in [0, {n_arms}), got {arm!r}")
-    return int(arm)
-
-
-def _open_unit_interval(key: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number in (0, 1), got {value!r}") from None
-    if isinstance(value, bool) or not (math.isfinite(number) and 0 < number < 1):
-        raise ValueError(f"{key} must be a number in (0, 1), got {value!r}")
-    return number
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
