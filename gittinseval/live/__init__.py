@@ -5,8 +5,8 @@
 - :class:`Evaluator`: ask/tell over live scores, recorded in SQLite.
 - :func:`evaluate` / :func:`evaluate_async`: drive a scoring function concurrently
   to a budget, with progress, retries and clean stops.
-- :mod:`gittinseval.live.tasks.scoring`: a response-matrix scorer and an
-  OpenAI-compatible chat scorer.
+- :mod:`gittinseval.live.tasks.matrix`: a response-matrix scorer;
+  :mod:`gittinseval.live.tasks.chat`: an OpenAI-compatible chat scorer.
 """
 
 from gittinseval.live.config import LiveConfig
@@ -17,7 +17,8 @@ from gittinseval.live.result import LiveResult
 from gittinseval.live.run_store import RunStore, StoreLockedError
 from gittinseval.live.status import ArmStatus, Recommendation
 from gittinseval.live.task import LiveTask, arm_name, dataset_digest
-from gittinseval.live.tasks.scoring import MatrixScorer, OpenAIChatScorer, chat_task, matrix_task
+from gittinseval.live.tasks.chat import OpenAIChatScorer, chat_task
+from gittinseval.live.tasks.matrix import MatrixScorer, matrix_task
 from gittinseval.live.usage import Usage
 
 __all__ = [

@@ -1,9 +1,10 @@
 """Ask/tell live evaluation with any policy, backed by a crash-safe store.
 
 The :class:`Evaluator` drives the policy; it composes the run's :class:`~gittinseval.live.ledger.Ledger`
-(what every scoring call was charged), its store (:mod:`gittinseval.live.run_store`, whose identity is
-:mod:`gittinseval.live.store_identity` and whose replay is :mod:`gittinseval.live.replay`) and the reports of
-:mod:`gittinseval.live.status`.
+(what every scoring call was charged), the state its recorded events change
+(:class:`~gittinseval.live.run_state.RunState`), its store (:mod:`gittinseval.live.run_store`, whose identity
+is :mod:`gittinseval.live.store_identity` and whose replay is :mod:`gittinseval.live.replay`) and the reports
+of :mod:`gittinseval.live.status`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from gittinseval.core.protocol import EvaluationProblem, Request, check_live_sup
 from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
-from gittinseval.live.ledger import Attempt, Ledger, OpenRequest
+from gittinseval.live.ledger import Attempt, Ledger
 from gittinseval.live.replay import replay
-from gittinseval.live.run_store import AttemptOutcome, RunStore
+from gittinseval.live.run_state import RunState
+from gittinseval.live.run_store import RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
 from gittinseval.live.store_identity import define_or_check, run_settings, stored_run
 from gittinseval.live.task import DOLLARS, LiveTask, TaskDefinition
@@ -146,8 +148,11 @@ class Evaluator:
                 raw_budget = config.budget_usd / task.dollars_per_raw_unit
             learning = config.learn_costs if task.cost_unit == DOLLARS else None
             self.session = RunSession(
-                self.policy, self._problem(task, prior, raw_budget, offsets), seed=config.seed,
-                settings=RunSettings(config.certificate, config.stop_when, self.objective), prices=prices,
+                self.policy,
+                self._problem(task, prior, raw_budget, offsets),
+                seed=config.seed,
+                settings=RunSettings(config.certificate, config.stop_when, self.objective),
+                prices=prices,
                 cost_learning=learning,
             )
             self.settings = run_settings(task, prior, self.policy, config.seed, learning)
@@ -159,11 +164,8 @@ class Evaluator:
             meta = {"policy_budget": raw_budget, "forked_from": str(config.store) if forks else None}
             define_or_check(self.store, stored, (self.settings, self.names, arm_costs), meta)
             self.ledger = Ledger(self.store, self.costs)
-            self._outstanding: dict[int, OpenRequest] = {}
-            self._reissue: list[int] = []
-            self._trace: list[tuple[int, int, float, int, bool]] = []
-            replay(self)
-            self._reissue = [request.arm for request in self.outstanding]
+            self.state = RunState(self.session, self.ledger, task.dollars_per_raw_unit)
+            replay(self.store, self.state)
         except BaseException:
             self.store.close()
             raise
@@ -242,12 +244,12 @@ class Evaluator:
 
     @property
     def n_outstanding(self) -> int:
-        return len(self._outstanding)
+        return len(self.state.requests)
 
     @property
     def outstanding(self) -> list[Request]:
         """The requests in flight, oldest first."""
-        return [entry.request for entry in sorted(self._outstanding.values(), key=lambda entry: entry.id)]
+        return self.state.outstanding
 
     @property
     def expected_in_flight(self) -> float:
@@ -259,22 +261,11 @@ class Evaluator:
         """True when every example of every arm is told."""
         return bool(self.session.seen.all())
 
-    def _select(self) -> Request | None:
-        if not self._outstanding:
-            return self.session.select()
-        if not self.policy.concurrent:
-            return None
-        return self.session.select(frozenset(self._outstanding))
-
     @property
     def expected_handed_out(self) -> float:
         """The expected cost of the examples not yet scored of the requests handed out by :meth:`ask`
         and not told: outstanding, and not waiting to be handed out again."""
-        return sum(
-            self.ledger.expected(arm, int(entry.unscored().sum()))
-            for arm, entry in self._outstanding.items()
-            if arm not in self._reissue
-        )
+        return self.state.expected_handed_out
 
     def ask(self) -> Request | None:
         """The next request, or ``None`` if the policy has nothing to ask while the
@@ -284,9 +275,9 @@ class Evaluator:
         Requests issued and not told are handed out again first, oldest first."""
         if self.budget_usd is not None and self.spent + self.expected_handed_out >= self.budget_usd:
             return None
-        if self._reissue:
-            return self._outstanding[self._reissue.pop(0)].request
-        request = self._select()
+        if (reissued := self.state.next_reissued()) is not None:
+            return reissued
+        request = self.state.select()
         if request is None:
             return None
         try:
@@ -303,29 +294,18 @@ class Evaluator:
                 "cannot take back its selection: this evaluator is closed; reopen the store to go on "
                 "(every told score is in it)"
             ) from failure
-        self._open(request_id, request)
+        self.state.open(request_id, request)
         return request
 
     def hand_out_again(self, request: Request) -> None:
         """Have the next :meth:`ask` return this outstanding request again (before any new one): its
         driver could not make its next call now (a retry held back by the budget)."""
-        entry = self._entry(request)
-        if request.arm not in self._reissue:
-            self._reissue.append(entry.request.arm)
-
-    def _entry(self, request: Request) -> OpenRequest:
-        arm = int(request.arm)
-        entry = self._outstanding.get(arm) if 0 <= arm < self.n_arms else None
-        if entry is None or not np.array_equal(entry.request.examples, request.examples):
-            raise ValueError(self._describe_unknown(request))
-        if self.ledger.has_in_flight(entry):
-            raise ValueError(f"arm {arm}: a scoring call of this request is in flight; finish or fail it first")
-        return entry
+        self.state.hand_out_again(self.state.entry_for(request).request.arm)
 
     def start_attempt(self, request: Request) -> Attempt:
         """Record in the ledger a scoring call about to be sent, for the examples of an outstanding
         request not yet scored (all of them unless an earlier call failed part-way)."""
-        return self.ledger.start(self._entry(request))
+        return self.ledger.start(self.state.entry_for(request))
 
     def finish_attempt(
         self, attempt: Attempt, scores: Any, cost: float | None = None, usage: Usage | None = None
@@ -337,7 +317,7 @@ class Evaluator:
         included.  Invalid scores, cost or usage (a usage not of ``m`` examples, or whose sum is not a
         given ``cost``) are recorded as a failed call and raise a ``ValueError``.
         """
-        entry = self._flying(attempt)
+        entry = self.state.entry_in_flight(attempt)
         arm = attempt.request.arm
         reported = cost if usage is None else usage.cost
         try:
@@ -352,14 +332,14 @@ class Evaluator:
             self.fail_attempt(attempt, ScoringError(str(error), cost=valid_cost))
             raise
         scored = dict(zip(attempt.examples.tolist(), values.tolist(), strict=True))
-        self._settle(entry, record, "scored", scored, charge, 0, None)
+        self.state.settle(entry, record, "scored", scored, charge, 0, None)
         return entry.scores(), entry.charged
 
     def fail_attempt(self, attempt: Attempt, failure: BaseException) -> float:
         """Record a call that failed with ``failure``, keeping the cells it scored and charging it what it
         reported, plus the expected cost of its calls of unknown cost (all of it when a failure says
         nothing: see :class:`~gittinseval.live.ScoringError`).  Returns the charge of this call."""
-        entry = self._flying(attempt)
+        entry = self.state.entry_in_flight(attempt)
         scored, reported, uncosted, usage = {}, None, 0, None
         if isinstance(failure, ScoringError):
             reported, uncosted, usage = failure.cost, failure.uncosted, failure.usage
@@ -370,11 +350,7 @@ class Evaluator:
             record = attempt.outcome(entry.id, usage)
         except ValueError as malformed:  # the failure's cost is charged all the same; only its breakdown is lost
             record, error = attempt.outcome(entry.id), f"{error}; {malformed}, not kept"
-        return self._settle(entry, record, "failed", scored, reported, uncosted, error)
-
-    def _flying(self, attempt: Attempt) -> OpenRequest:
-        self.ledger.check_in_flight(attempt)
-        return self._outstanding[attempt.request.arm]
+        return self.state.settle(entry, record, "failed", scored, reported, uncosted, error)
 
     def _partial_scores(self, attempt: Attempt, scores: list[float | None]) -> dict[int, float]:
         if len(scores) != attempt.examples.size:
@@ -407,7 +383,7 @@ class Evaluator:
         outstanding and the run is as before.  Examples scored already by a call that
         failed part-way keep their scores.
         """
-        entry = self._entry(request)
+        entry = self.state.entry_for(request)
         arm = entry.request.arm
         values = self._valid_scores(arm, entry.request.examples, scores)
         if usage is not None and cost is not None and not math.isclose(cost, usage.cost, rel_tol=1e-9):
@@ -418,13 +394,13 @@ class Evaluator:
         attempt = Attempt(-1, entry.request, examples, self.ledger.expected(arm, examples.size))
         record = attempt.outcome(entry.id, usage)
         scored = dict(zip(examples.tolist(), values[unscored].tolist(), strict=True))
-        self._settle(entry, record, "scored", scored, charge, 0, None)
+        self.state.settle(entry, record, "scored", scored, charge, 0, None)
         return entry.charged
 
     def cancel(self, request: Request) -> None:
         """Take back an outstanding request that will not be told; the policy may ask
         for its examples again."""
-        entry = self._entry(request)
+        entry = self.state.entry_for(request)
         if not self.policy.cancellable:
             raise ValueError(f"policy {self.policy.name!r} cannot take back a request; tell its scores instead")
         if entry.scored:
@@ -433,56 +409,7 @@ class Evaluator:
                 "tell the rest instead of cancelling it"
             )
         self.store.cancel(entry.id)
-        self.policy.cancel(self._close(request.arm).request)
-
-    # The state changes of a run: applied live once the store has recorded them, and by replay() on reopening,
-    # so that a reopened run is the run that was recorded.
-
-    def _open(self, request_id: int, request: Request) -> None:
-        """An issued request becomes outstanding."""
-        self._outstanding[request.arm] = OpenRequest(request_id, request)
-
-    def _settle(
-        self,
-        entry: OpenRequest,
-        attempt: AttemptOutcome,
-        outcome: str,
-        scored: dict[int, float],
-        reported: float | None,
-        uncosted: int,
-        error: str | None,
-    ) -> float:
-        """A finished call of ``entry`` in the ledger (:meth:`~gittinseval.live.ledger.Ledger.settle`); one
-        that scored the rest of its request completes it, and the policy observes it.  Returns its charge."""
-        charged = self.ledger.settle(entry, attempt, outcome, scored, reported, uncosted, error)
-        if entry.complete:
-            self._record(self._close(entry.request.arm).request, entry.scores(), entry.charged)
-        return charged
-
-    def _close(self, arm: int) -> OpenRequest:
-        """The outstanding request of ``arm``, told or cancelled, off the books."""
-        entry = self._outstanding.pop(arm)
-        if arm in self._reissue:
-            self._reissue.remove(arm)
-        return entry
-
-    def _record(self, request: Request, scores: np.ndarray, charged: float) -> None:
-        """A told request: the session observes its ``[size]`` scores and its ``charged`` dollars (every call), in
-        the policy's raw cost unit (:meth:`~gittinseval.core.session.RunSession.observe`)."""
-        recommended = self.session.observe(request, scores, charged / self.task.dollars_per_raw_unit)
-        self._trace.append((request.arm, request.size, self.spent, recommended, self.stop_signal))
-
-    def _describe_unknown(self, request: Request) -> str:
-        arm = int(request.arm)
-        if not 0 <= arm < self.n_arms:
-            return f"request for arm {arm}, outside [0, {self.n_arms})"
-        examples = np.asarray(request.examples)
-        seen = self.session.seen
-        if examples.size and np.isin(examples, np.arange(self.n_examples)).all() and seen[arm, examples].all():
-            return f"arm {arm}: examples {examples[:5].tolist()} were already told"
-        return (
-            f"arm {arm}: no outstanding request for examples {examples[:5].tolist()}; tell() takes requests from ask()"
-        )
+        self.state.cancel(request.arm)
 
     def same_scores(self) -> tuple[int | None, dict[int, np.ndarray]]:
         """:func:`~gittinseval.live.status.same_scores` of the run's posterior: the score every told score
@@ -526,27 +453,22 @@ class Evaluator:
         moments, LCB, each arm's credible interval and P(best) (:meth:`certificate`), and with learned costs
         each arm's guessed and learned dollars per example; under the ``value`` objective each arm's value and
         its LCB, the certificate's columns being of the value."""
-        kept = {arm: list(entry.scored.values()) for arm, entry in self._outstanding.items() if entry.scored}
+        kept = {arm: list(entry.scored.values()) for arm, entry in self.state.requests.items() if entry.scored}
         session = self.session
         learned = session.learned_costs
         costs = None if learned is None else (self.costs, learned.estimate * self.task.dollars_per_raw_unit)
         return ArmStatus.of(
-            session.posterior, self.labels, list(self._outstanding), session.kappa, kept, self.certificate(), costs,
+            session.posterior,
+            self.labels,
+            list(self.state.requests),
+            session.kappa,
+            kept,
+            self.certificate(),
+            costs,
             session.value_offsets,
         )
 
     def trace(self) -> dict[str, np.ndarray]:
-        """One entry per told request, in tell order (columns as in the simulator's trace).
-
-        ``step`` (1-based), ``arm``, ``batch_size``, ``cost`` (cumulative spend),
-        ``recommended`` (arm recommended after the tell) and ``stop_signal``.
-        """
-        rows = self._trace
-        return {
-            "step": np.arange(1, len(rows) + 1),
-            "arm": np.array([r[0] for r in rows], dtype=np.int64),
-            "batch_size": np.array([r[1] for r in rows], dtype=np.int64),
-            "cost": np.array([r[2] for r in rows], dtype=np.float64),
-            "recommended": np.array([r[3] for r in rows], dtype=np.int64),
-            "stop_signal": np.array([r[4] for r in rows], dtype=bool),
-        }
+        """One entry per told request, in tell order (:meth:`~gittinseval.live.run_state.RunState.trace`): ``step``,
+        ``arm``, ``batch_size``, ``cost`` (cumulative spend), ``recommended`` and ``stop_signal``."""
+        return self.state.trace()

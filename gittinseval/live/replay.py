@@ -7,20 +7,19 @@ policy selects again, else the store is refused: it was edited, or written by an
 policy or of numpy.  The calls that were in flight when the last session ended may have been answered
 and billed, so they are settled as lost, at their expected cost.
 
-Every event is applied by the same state change of the :class:`~gittinseval.live.evaluator.Evaluator`
+Every event is applied by the same public state change of the :class:`~gittinseval.live.run_state.RunState`
 that applied it live, after the store had recorded it, so that a replayed run is the run recorded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from gittinseval.core.protocol import Policy, Request
-from gittinseval.live.ledger import Ledger, OpenRequest
-from gittinseval.live.run_store import AttemptOutcome, RunStore, StoredRequest
+from gittinseval.core.protocol import Request
+from gittinseval.live.run_state import RunState
+from gittinseval.live.run_store import RunStore, StoredRequest
 
 __all__ = ["replay"]
 
@@ -28,45 +27,28 @@ LOST = "the run ended before the outcome of this call was recorded"
 """The error recorded for a call whose outcome a session never recorded."""
 
 
-class RecordedRun(Protocol):
-    """The state changes of an :class:`~gittinseval.live.evaluator.Evaluator` that replay applies.
+def replay(store: RunStore, state: RunState) -> None:
+    """Bring a fresh ``state`` (its session's policy just reset) to the state ``store`` records.
 
-    Declared here rather than imported, so that the evaluator, which replays its store
-    when it opens one, and this module do not import each other.
+    Every event is applied in store order (issue: :meth:`~RunState.open` of the request the policy selects
+    again; finished call: :meth:`~RunState.count`; tell: :meth:`~RunState.tell`; cancel:
+    :meth:`~RunState.cancel`); every call still in flight is settled as lost (in the store too), and the
+    requests left outstanding are queued to be handed out again, oldest first, each for the examples it
+    has not scored: nothing scored or charged is lost, nor asked for twice.
     """
-
-    store: RunStore
-    ledger: Ledger
-    policy: Policy
-    _outstanding: dict[int, OpenRequest]
-
-    def _select(self) -> Request | None: ...
-
-    def _open(self, request_id: int, request: Request) -> None: ...
-
-    def _close(self, arm: int) -> OpenRequest: ...
-
-    def _record(self, request: Request, scores: np.ndarray, charged: float) -> None: ...
-
-    def _settle(self, entry: OpenRequest, attempt: AttemptOutcome, outcome: str, scored: dict[int, float],
-                reported: float | None, uncosted: int, error: str | None) -> float: ...
-
-
-def replay(evaluator: RecordedRun) -> None:
-    """Bring a freshly reset ``evaluator`` to the state its store records."""
-    store = evaluator.store
     for event in store.events():
         stored = event.request
         if event.kind == "issue":
-            evaluator._open(stored.id, _reselected(evaluator._select(), stored, store.path))
+            state.open(stored.id, _reselected(state.select(), stored, store.path))
         elif event.kind == "attempt":
-            evaluator.ledger.count(evaluator._outstanding[stored.arm], stored)
+            state.count(stored)
         elif event.kind == "tell":
-            evaluator._record(evaluator._close(stored.arm).request, stored.scores, stored.cost)
+            state.tell(stored.arm, stored.scores, stored.cost)
         else:
-            evaluator.policy.cancel(evaluator._close(stored.arm).request)
+            state.cancel(stored.arm)
     for lost in store.open_attempts():
-        evaluator._settle(evaluator._outstanding[lost.arm], lost, "lost", {}, None, 0, LOST)
+        state.settle(state.requests[lost.arm], lost, "lost", {}, None, 0, LOST)
+    state.hand_out_all_again()
 
 
 def _reselected(request: Request | None, stored: StoredRequest, path: Path | None) -> Request:

@@ -7,8 +7,10 @@ resumed only when its recorded identity is the one given (:func:`define_or_check
 and spend carry over; :func:`stored_run` rebuilds the task and the settings from what a store records.
 
 A bundled baseline is recorded by its ``_target_`` from before the baselines moved into the package
-(:func:`~gittinseval.core.params.legacy_targets`: ``baselines.ucbe.UCBEPolicy``), so that a store made
-before the move is resumed, or refused, as it was then, and a store made since reads the same.
+(:func:`~gittinseval.core.params.legacy_targets`: ``baselines.ucbe.UCBEPolicy``), and a bundled scorer by its
+``_target_`` from before ``gittinseval.live.tasks.scoring`` was split into ``matrix`` and ``chat``
+(:data:`LEGACY_SCORER_TARGETS`), so that a store made before either move is resumed, or refused, as it was
+then, and a store made since reads the same.
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from gittinseval.live.config import LiveConfig
 from gittinseval.live.run_store import STORE_FORMAT, RunStore
 from gittinseval.live.task import TaskDefinition, arm_labels_of_names
 
-__all__ = ["Definition", "define_or_check", "describe_differences", "run_settings", "stored_run"]
+__all__ = [
+    "LEGACY_SCORER_TARGETS",
+    "Definition",
+    "define_or_check",
+    "describe_differences",
+    "run_settings",
+    "stored_run",
+]
 
 Definition = tuple[dict[str, Any], Sequence[str], np.ndarray]
 """What a store records of a run: ``(settings, arm names [K], expected costs [K])``."""
@@ -42,6 +51,11 @@ DIGESTS = {
     "scores_sha256": "the response matrix differs from the store's",
 }
 """What a changed digest (a SHA-256 of content) means, by its setting's name."""
+LEGACY_SCORER_TARGETS = {
+    "gittinseval.live.tasks.matrix.MatrixScorer": "gittinseval.live.tasks.scoring.MatrixScorer",
+    "gittinseval.live.tasks.chat.OpenAIChatScorer": "gittinseval.live.tasks.scoring.OpenAIChatScorer",
+}
+"""The bundled scorers' ``_target_`` -> the one a store records: their module before issue 51 split it."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -54,7 +68,7 @@ def run_settings(
 ) -> dict[str, Any]:
     """The ``settings`` a store records of a run, as they read back from JSON: the store's format, the
     examples (their number and a digest of their content), the scorer, the prior, the policy's ``_target_``
-    and hyperparameters (a bundled baseline's ``_target_``s by their old names, see the module docstring),
+    and hyperparameters (a bundled baseline's or scorer's ``_target_`` by its old name, see the module docstring),
     the cost unit, ``tokens_per_example``, ``binary``, the seed and how the costs are learned (``None``:
     not learned; a store made before costs were learned records none)."""
     return _jsonable(
@@ -62,7 +76,7 @@ def run_settings(
             "format": STORE_FORMAT,
             "n_examples": task.n_examples,
             "dataset": task.dataset,
-            "scorer": task.scorer,
+            "scorer": _legacy_scorer(task.scorer),
             "prior_mean": float(prior.mean),
             "prior_var": float(prior.var),
             "policy": legacy_targets({"_target_": target_of(policy), **policy.hyperparameters()}),
@@ -73,6 +87,14 @@ def run_settings(
             "learn_costs": None if learn_costs is None else get_params(learn_costs),
         }
     )
+
+
+def _legacy_scorer(scorer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A scorer's identity (:func:`~gittinseval.live.task.scorer_identity`) with a bundled scorer's ``_target_``
+    as a store records it (:data:`LEGACY_SCORER_TARGETS`; its nested targets never moved)."""
+    if scorer is None or scorer.get("_target_") not in LEGACY_SCORER_TARGETS:
+        return scorer
+    return {**scorer, "_target_": LEGACY_SCORER_TARGETS[scorer["_target_"]]}
 
 
 def define_or_check(store: RunStore, stored: Definition | None, given: Definition, meta: dict[str, Any]) -> None:

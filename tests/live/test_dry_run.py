@@ -5,7 +5,7 @@ import re
 import pytest
 
 from gittinseval.live.dry_run import dry_run_report
-from gittinseval.live.tasks.scoring import LiveTask
+from gittinseval.live.task import LiveTask
 
 ARMS = [
     {"model": "openai/gpt-4o-mini", "temperature": 0, "system": "Answer with a number."},
@@ -81,6 +81,9 @@ def test_bad_input():
 
 def test_the_arms_column_is_called_name_as_in_the_status_table():
     for costs in (None, (1e-5, 2e-5, 7e-5)):
-        headers = [line.split() for line in dry_run_report(make_task(costs=costs), 1.0, 4).splitlines()
-                   if line.strip().startswith("arm ")]
+        headers = [
+            line.split()
+            for line in dry_run_report(make_task(costs=costs), 1.0, 4).splitlines()
+            if line.strip().startswith("arm ")
+        ]
         assert len(headers) == 1 and headers[0][:2] == ["arm", "name"]

@@ -9,7 +9,8 @@ import pytest
 from gittinseval import CostLearning, GittinsPolicy
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, OpenAIChatScorer, evaluate
 from gittinseval.live.fake_server import COMPLETION_TOKENS, FakeChatServer
-from gittinseval.live.tasks.scoring import expected_chat_costs, read_jsonl
+from gittinseval.live.tasks.chat import expected_chat_costs
+from gittinseval.live.tasks.scoring import read_jsonl
 
 MODELS = ("terse", "plain", "verbose")
 PRICES = {model: {"input": 1.0, "output": 10.0} for model in MODELS}
@@ -23,17 +24,33 @@ def run(tmp_path, name, learn_costs):
     of the guess; returns the result, the server's bill of each model and the store's ledger."""
     examples = read_jsonl()
     guess = expected_chat_costs(ARMS, PRICES, prompt_tokens=1, completion_tokens=COMPLETION_TOKENS)
-    server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, good_model="none", prices=PRICES,
-                            prompt_tokens=1, completion_tokens={"verbose": 10 * COMPLETION_TOKENS})
+    server = FakeChatServer(
+        {e["prompt"]: e["answer"] for e in examples},
+        good_model="none",
+        prices=PRICES,
+        prompt_tokens=1,
+        completion_tokens={"verbose": 10 * COMPLETION_TOKENS},
+    )
     store = tmp_path / f"{name}.sqlite"
     try:
-        result = evaluate(ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=10), BUDGET, costs=guess,
-                          tokens_per_example=TOKENS_PER_EXAMPLE, policy=GittinsPolicy(2, lam=1e-2),
-                          learn_costs=learn_costs, store=store, progress=False)
+        result = evaluate(
+            ARMS,
+            examples,
+            OpenAIChatScorer(server.base_url, PRICES, timeout=10),
+            BUDGET,
+            costs=guess,
+            tokens_per_example=TOKENS_PER_EXAMPLE,
+            policy=GittinsPolicy(2, lam=1e-2),
+            learn_costs=learn_costs,
+            store=store,
+            progress=False,
+        )
     finally:
         server.close()
-    bill = {model: sum(tokens * 1.0 + completion * 10.0 for m, tokens, completion in server.billed if m == model) / 1e6
-            for model in MODELS}
+    bill = {
+        model: sum(tokens * 1.0 + completion * 10.0 for m, tokens, completion in server.billed if m == model) / 1e6
+        for model in MODELS
+    }
     with sqlite3.connect(store) as db:
         calls = db.execute(
             "SELECT r.arm, a.started_seq, a.finished_seq, a.expected, a.charged, a.examples FROM attempts a "
@@ -50,8 +67,9 @@ def test_a_verbose_arms_learned_cost_becomes_its_bill_and_the_allocation_moves_a
     billed_per_example = bill["verbose"] / told
     assert billed_per_example == pytest.approx(301 / 31 * guess[verbose], rel=1e-9)  # 1 + 300 tokens' worth, not 1 + 30
     # (n0 g + S) / (n0 + n): the guess fades as the arm's charges come in.
-    assert learned.status.learned_cost[verbose] == pytest.approx((guess[verbose] + bill["verbose"]) / (1 + told),
-                                                                 rel=1e-9)
+    assert learned.status.learned_cost[verbose] == pytest.approx(
+        (guess[verbose] + bill["verbose"]) / (1 + told), rel=1e-9
+    )
     assert abs(learned.status.learned_cost[verbose] / billed_per_example - 1) < 0.1
     np.testing.assert_allclose(learned.status.learned_cost[:verbose], guess[:verbose], rtol=1e-9)
     np.testing.assert_array_equal(learned.status.guessed_cost, guess)

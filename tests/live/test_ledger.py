@@ -22,7 +22,8 @@ from gittinseval.core.protocol import Request
 from gittinseval.live import OpenAIChatScorer, RunStore, evaluate
 from gittinseval.live.fake_server import COMPLETION_TOKENS, FakeChatServer
 from gittinseval.live.ledger import Ledger, OpenRequest
-from gittinseval.live.tasks.scoring import expected_chat_costs, read_jsonl
+from gittinseval.live.tasks.chat import expected_chat_costs
+from gittinseval.live.tasks.scoring import read_jsonl
 
 ARMS = [{"model": "bad-model", "temperature": 0.0}, {"model": "good-model", "temperature": 0.0}]
 PRICES = {"good-model": {"input": 2.0, "output": 8.0}, "bad-model": {"input": 0.5, "output": 1.0}}
@@ -186,8 +187,15 @@ def test_at_concurrency_8_no_call_starts_once_spent_and_calls_in_flight_reach_th
     server = FakeChatServer(answers(examples), good_model="dear", prices=prices, latency=0.02)
     try:
         result = evaluate(
-            arms, examples, OpenAIChatScorer(server.base_url, prices, timeout=10), budget, costs=costs,
-            policy=GittinsPolicy(2), concurrency=8, store=store, progress=False,
+            arms,
+            examples,
+            OpenAIChatScorer(server.base_url, prices, timeout=10),
+            budget,
+            costs=costs,
+            policy=GittinsPolicy(2),
+            concurrency=8,
+            store=store,
+            progress=False,
         )
     finally:
         server.close()
@@ -227,10 +235,20 @@ def test_a_run_killed_with_calls_in_flight_is_charged_every_billed_call_after_re
 
     def command(run_dir):
         return [
-            sys.executable, "-m", "gittinseval.cli.live", "task=openai_chat",
-            f"task.score_fn.base_url={server.base_url}", f"task.prompt_tokens={PROMPT_TOKENS}",
-            f"task.completion_tokens={COMPLETION_TOKENS}", "budget_usd=1.0", "policy.batch_size=4",
-            "concurrency=4", "progress=false", "logger=none", f"store={store}", f"hydra.run.dir={tmp_path / run_dir}",
+            sys.executable,
+            "-m",
+            "gittinseval.cli.live",
+            "task=openai_chat",
+            f"task.score_fn.base_url={server.base_url}",
+            f"task.prompt_tokens={PROMPT_TOKENS}",
+            f"task.completion_tokens={COMPLETION_TOKENS}",
+            "budget_usd=1.0",
+            "policy.batch_size=4",
+            "concurrency=4",
+            "progress=false",
+            "logger=none",
+            f"store={store}",
+            f"hydra.run.dir={tmp_path / run_dir}",
         ]
 
     try:
@@ -271,18 +289,33 @@ def test_ctrl_c_exits_130_a_second_abandons_the_calls_at_once_and_a_resume_is_ch
 
     def command(run_dir):
         return [
-            sys.executable, "-m", "gittinseval.cli.live", "task=openai_chat",
-            f"task.score_fn.base_url={server.base_url}", f"task.prompt_tokens={PROMPT_TOKENS}",
-            f"task.completion_tokens={COMPLETION_TOKENS}", "budget_usd=1.0", "policy.batch_size=4",
-            "concurrency=3", "progress=false", "logger=none", f"store={store}", f"hydra.run.dir={tmp_path / run_dir}",
+            sys.executable,
+            "-m",
+            "gittinseval.cli.live",
+            "task=openai_chat",
+            f"task.score_fn.base_url={server.base_url}",
+            f"task.prompt_tokens={PROMPT_TOKENS}",
+            f"task.completion_tokens={COMPLETION_TOKENS}",
+            "budget_usd=1.0",
+            "policy.batch_size=4",
+            "concurrency=3",
+            "progress=false",
+            "logger=none",
+            f"store={store}",
+            f"hydra.run.dir={tmp_path / run_dir}",
         ]
 
     def default_ctrl_c():  # as in a terminal: a shell may start a background job with SIGINT ignored
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     try:
-        interrupted = subprocess.Popen(command("interrupted"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, preexec_fn=default_ctrl_c)
+        interrupted = subprocess.Popen(
+            command("interrupted"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=default_ctrl_c,
+        )
         held = wait_until_quiet(server, server.block_after)
         interrupted.send_signal(signal.SIGINT)
         time.sleep(1.0)

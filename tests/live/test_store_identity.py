@@ -41,9 +41,11 @@ INSPECT = ["task=inspect_offline"]
 
 CHAT_CHANGES = [
     ("task.score_fn.grader.field=reference", "scorer.grader.field: store has 'answer', given 'reference'"),
-    ("task.score_fn.grader._target_=gittinseval.live.tasks.graders.ExactMatch",
-     "scorer.grader: store has 'gittinseval.live.tasks.graders.FirstWord', "
-     "given 'gittinseval.live.tasks.graders.ExactMatch'"),
+    (
+        "task.score_fn.grader._target_=gittinseval.live.tasks.graders.ExactMatch",
+        "scorer.grader: store has 'gittinseval.live.tasks.graders.FirstWord', "
+        "given 'gittinseval.live.tasks.graders.ExactMatch'",
+    ),
     ("task.score_fn.prompt='Q: {prompt}'", "scorer.prompt: store has '{prompt}', given 'Q: {prompt}'"),
     ("task.score_fn.prices.gpt-4o.output=12", "scorer.prices.gpt-4o.output: store has 10.0, given 12.0"),
     ("task.arms.0.temperature=0.5", "arm 0's temperature: store has 0.0, given 0.5"),
@@ -60,8 +62,10 @@ CHAT_CHANGES = [
 # An inspect arm is recorded whole (its solver and model_args as JSON), with the task's scorer and prices.
 INSPECT_CHANGES = [
     ("task.arms.1.solver.0.template='Q: {prompt}'", "arm 1's solver: store has [{'_target_': 'inspect_ai.solver"),
-    ("task.arms.0.model_args.custom_outputs.accuracy=0.6",
-     "arm 0's model_args.custom_outputs.accuracy: store has 0.5, given 0.6"),
+    (
+        "task.arms.0.model_args.custom_outputs.accuracy=0.6",
+        "arm 0's model_args.custom_outputs.accuracy: store has 0.5, given 0.6",
+    ),
     ("task.scorer=match", "scorer.scorer: store has None, given 'match'"),
     ("PRICES", "scorer.prices.mockllm/large.output: store has 10.0, given 12.0"),
 ]
@@ -108,8 +112,16 @@ def test_inspect_logs_and_retries_make_no_score_and_a_store_resumes_across_them(
 def test_endpoint_settings_make_no_score_and_a_store_resumes_across_them(tmp_path):
     store = tmp_path / "chat.sqlite"
     open_store(tmp_path, *CHAT, f"store={store}")
-    open_store(tmp_path, *CHAT, f"store={store}", "task.score_fn.base_url=http://127.0.0.1:9/v1",
-               "task.score_fn.timeout=5", "task.score_fn.api_key_env=OTHER_KEY", "concurrency=2", "budget_usd=9")
+    open_store(
+        tmp_path,
+        *CHAT,
+        f"store={store}",
+        "task.score_fn.base_url=http://127.0.0.1:9/v1",
+        "task.score_fn.timeout=5",
+        "task.score_fn.api_key_env=OTHER_KEY",
+        "concurrency=2",
+        "budget_usd=9",
+    )
 
 
 def test_another_scoring_function_or_response_matrix_is_refused(tmp_path):
@@ -166,9 +178,17 @@ def live_policies():
     cases += [
         ("gittins-eb", ["policy=gittins", "prior=empirical", "prior.estimator.refit_growth=0.1"]),
         ("gittins-settings", ["policy=gittins", "policy.lam=0.001", "policy.kappa=0.5", "policy.batch_size=3"]),
-        ("lrf-ensemble", ["policy=lrf", "policy.batch_size=4", "policy.ensemble.ensemble_size=6",
-                          "policy.ensemble.iterations=3", "policy.ensemble.pairing=independent",
-                          "policy.warm_start=true"]),
+        (
+            "lrf-ensemble",
+            [
+                "policy=lrf",
+                "policy.batch_size=4",
+                "policy.ensemble.ensemble_size=6",
+                "policy.ensemble.iterations=3",
+                "policy.ensemble.pairing=independent",
+                "policy.warm_start=true",
+            ],
+        ),
         ("ucbe-settings", ["policy=ucbe", "policy.a=2.5", "policy.batch_size=2"]),
     ]
     return cases
@@ -181,8 +201,12 @@ def test_from_store_rebuilds_every_live_policy_and_goes_on_as_the_original(tmp_p
     cfg = compose_live(*overrides)
 
     def config(store=None):
-        return LiveConfig(budget_usd=0.5 * bench.n_examples * float(np.sum(task.costs)), policy=instantiate(cfg.policy),
-                          store=store, seed=2)
+        return LiveConfig(
+            budget_usd=0.5 * bench.n_examples * float(np.sum(task.costs)),
+            policy=instantiate(cfg.policy),
+            store=store,
+            seed=2,
+        )
 
     store = tmp_path / "run.sqlite"
     probe = config().policy
@@ -248,6 +272,38 @@ def test_a_store_made_before_the_baselines_moved_into_the_package_resumes_or_is_
     refused = "policy: store has 'baselines.lrf.LRFPolicy', given 'gittinseval.core.gittins"
     with pytest.raises(ValueError, match=refused):
         Evaluator(task, replace(config(old), policy=GittinsPolicy(4)))
+
+
+def test_a_store_made_before_the_scorers_module_was_split_resumes_or_is_refused_as_then(tmp_path):
+    """Before `gittinseval.live.tasks.scoring` was split into `matrix` and `chat`, a store recorded a bundled
+    scorer as `gittinseval.live.tasks.scoring.MatrixScorer` (`.OpenAIChatScorer`); a store made now records
+    the same, so the old one resumes, and another scorer is refused naming the old path."""
+    bench = binary_benchmark(4, 24, seed=1)
+    task = matrix_task(bench)
+    assert type(task.score_fn).__module__ == "gittinseval.live.tasks.matrix"
+    with Evaluator(task, LiveConfig(store=tmp_path / "now.sqlite")) as now:
+        settings, names, costs = now.store.load_definition()
+        meta = {key: now.store.get_meta(key) for key in ("policy_budget", "forked_from")}
+    before = copy.deepcopy(settings)
+    before["scorer"]["_target_"] = "gittinseval.live.tasks.scoring.MatrixScorer"
+    assert before == settings  # a store made now records what one made then did
+    old = tmp_path / "before.sqlite"
+    writer = RunStore(old)
+    writer.define(before, names, costs, meta=meta)
+    writer.close()
+    with Evaluator(task, LiveConfig(store=old)) as resumed:
+        assert resumed.resumed
+        request = resumed.ask()
+        resumed.tell(request, bench.scores[request.arm, request.examples])
+    other = LiveTask(task.arms, task.examples, lambda arm, batch: bench.scores[arm, batch], task.costs)
+    with pytest.raises(ValueError, match=r"scorer: store has 'gittinseval\.live\.tasks\.scoring\.MatrixScorer'"):
+        Evaluator(other, LiveConfig(store=old))
+
+    chat = tmp_path / "chat.sqlite"
+    open_store(tmp_path, *CHAT, f"store={chat}")
+    reader = RunStore(chat)
+    assert reader.load_definition()[0]["scorer"]["_target_"] == "gittinseval.live.tasks.scoring.OpenAIChatScorer"
+    reader.close()
 
 
 def test_a_refusal_names_a_changed_task_file_and_says_what_to_do_in_one_short_line(tmp_path):

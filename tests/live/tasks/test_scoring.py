@@ -24,8 +24,9 @@ from gittinseval.live import (
     matrix_task,
 )
 from gittinseval.live.fake_server import COMPLETION_TOKENS, PRICES, FakeChatServer
+from gittinseval.live.tasks.chat import expected_chat_costs
 from gittinseval.live.tasks.graders import ContainsAnswer, LastNumber
-from gittinseval.live.tasks.scoring import expected_chat_costs, read_jsonl
+from gittinseval.live.tasks.scoring import read_jsonl
 
 
 @pytest.fixture
@@ -98,8 +99,9 @@ def test_a_failed_call_is_classified_and_the_rest_of_its_batch_kept(server, exam
     unbilled = None if uncosted else 0
     assert failure.usage.dollars[failure.example] == 0
     assert (failure.usage.tokens_in[failure.example], failure.usage.tokens_out[failure.example]) == (unbilled, unbilled)
-    assert sorted(failure.usage.tokens_in[:failure.example] + failure.usage.tokens_in[failure.example + 1:]) == sorted(
-        tokens for _, _, tokens in server.calls)
+    assert sorted(
+        failure.usage.tokens_in[: failure.example] + failure.usage.tokens_in[failure.example + 1 :]
+    ) == sorted(tokens for _, _, tokens in server.calls)
 
 
 def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
@@ -159,8 +161,15 @@ def test_live_run_against_the_chat_endpoint_pays_what_the_usage_says(server, exa
 def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples, action):
     server.plan = [action]
     result = evaluate(
-        ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5), budget_usd=1.0, costs=[1e-5, 1e-5],
-        policy=GittinsPolicy(1), max_retries=3, retry_backoff=0.001, progress=False,
+        ARMS,
+        examples,
+        OpenAIChatScorer(server.base_url, PRICES, timeout=5),
+        budget_usd=1.0,
+        costs=[1e-5, 1e-5],
+        policy=GittinsPolicy(1),
+        max_retries=3,
+        retry_backoff=0.001,
+        progress=False,
     )
     assert server.received == 1 and result.stop_reason == "error" and isinstance(result.error, NonRetryableError)
 
@@ -179,8 +188,11 @@ def grader_failing_on(prompt, failure):
 @pytest.mark.parametrize(
     ("failure", "message"),
     [
-        ("raises", r"grader tests.live.tasks.test_scoring.grader_failing_on.<locals>.grader raised ZeroDivisionError: "
-                   r"division by zero at .*test_scoring.py, line \d+, on the reply '72.' to example \{\"answer\": "),
+        (
+            "raises",
+            r"grader tests.live.tasks.test_scoring.grader_failing_on.<locals>.grader raised ZeroDivisionError: "
+            r"division by zero at .*test_scoring.py, line \d+, on the reply '72.' to example \{\"answer\": ",
+        ),
         ("not_a_score", r"grader .*<locals>.grader returned 'maybe' for the reply '72.' to example .*must return a n"),
     ],
 )
@@ -206,15 +218,22 @@ def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, cap
     server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, reply="The answer is {answer}.")
     try:
         result = evaluate(
-            ARMS, examples, OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader), budget_usd=1.0,
-            costs=[1e-5, 1e-5], policy=GittinsPolicy(4), progress=True,
+            ARMS,
+            examples,
+            OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader),
+            budget_usd=1.0,
+            costs=[1e-5, 1e-5],
+            policy=GittinsPolicy(4),
+            progress=True,
         )
     finally:
         server.close()
     run_wide = f"every one of the {2 * len(examples)} scores so far is 0: check the grading against the replies"
     # With a grading that matches, only the arms are named: one model never answers, the other always right.
-    per_arm = [f"1 arm ({arm}) scored {arm} on every one of 20 or more examples: check the grading against the "
-               "replies" for arm in (0, 1)]
+    per_arm = [
+        f"1 arm ({arm}) scored {arm} on every one of 20 or more examples: check the grading against the replies"
+        for arm in (0, 1)
+    ]
     assert result.summary()["warnings"] == ([run_wide] if warned else per_arm)
     assert ("WARNING: every one of the" in capsys.readouterr().err) == warned
     logged = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
@@ -226,8 +245,9 @@ def test_an_arm_whose_every_score_is_1_is_named():
     scores = (np.random.default_rng(0).uniform(size=(4, 30)) < 0.5).astype(float)
     scores[2] = 1.0
     task = matrix_task(Benchmark("suite/sub", scores))
-    result = evaluate(task.arms, task.examples, task.score_fn, None, costs="unit", policy=GittinsPolicy(5),
-                      progress=False)
+    result = evaluate(
+        task.arms, task.examples, task.score_fn, None, costs="unit", policy=GittinsPolicy(5), progress=False
+    )
     assert result.warnings == [
         "1 arm (2) scored 1 on every one of 20 or more examples: check the grading against the replies"
     ]
@@ -315,12 +335,19 @@ def test_the_scorer_identity_names_prices_grader_and_template(tmp_path):
     scorer = OpenAIChatScorer("http://127.0.0.1:9/v1", str(prices), grader=LastNumber(tolerance=0.5), prompt="{q}")
     assert scorer.identity() == {
         "prices": {"openai/good-model": {"input": 2.0, "output": 8.0}},
-        "grader": {"_target_": "gittinseval.live.tasks.graders.LastNumber", "field": "answer", "tolerance": 0.5,
-                   "relative": 0.0},
+        "grader": {
+            "_target_": "gittinseval.live.tasks.graders.LastNumber",
+            "field": "answer",
+            "tolerance": 0.5,
+            "relative": 0.0,
+        },
         "prompt": "{q}",
     }
     assert scorer.prices.price("good-model").output == 8.0
     bundled = OpenAIChatScorer("http://127.0.0.1:9/v1").identity()
-    assert bundled["grader"] == {"_target_": "gittinseval.live.tasks.graders.FirstWord", "field": "answer",
-                                 "ignore_case": True}
+    assert bundled["grader"] == {
+        "_target_": "gittinseval.live.tasks.graders.FirstWord",
+        "field": "answer",
+        "ignore_case": True,
+    }
     assert "openai/gpt-4o-mini" in bundled["prices"]
