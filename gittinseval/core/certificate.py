@@ -103,9 +103,10 @@ __all__ = [
 DEFAULT_SAMPLES = 4096
 """Monte Carlo draws of a certificate: a probability's standard error is at most 0.5 / sqrt(4096) = 0.0078."""
 
-CERTIFICATE_MODELS = ("gaussian",)
+CERTIFICATE_MODELS = ("gaussian", "eb")
 """The posteriors a certificate can be computed under (``certificate.model``): ``gaussian``, the paper's surrogate
-of this module."""
+of this module, and ``eb``, the empirical-Bayes lattice posterior of
+:class:`~gittinseval.core.certificate_models.EmpiricalBayesModel` (exact likelihood, prior learned from the run)."""
 
 PRUNE_TOLERANCE = 1e-9
 """Largest change of any probability from leaving out the arms that cannot come within ``eps`` of the best."""
@@ -167,7 +168,8 @@ class Certificate:
         arm: the recommended arm.
         level: credibility of the intervals, in (0, 1).
         eps: ``eps`` of ``P(eps-best)``, in score units (0.01: one point of accuracy).
-        n_samples: ``S``, Monte Carlo draws of the probabilities.
+        n_samples: ``S``, Monte Carlo draws of the probabilities; ``None`` when they are exact sums (their
+            standard errors are then 0).
         arm_mean: ``M_k``, the posterior mean of each arm's full-benchmark mean.
         arm_lower, arm_upper: each arm's central credible interval at ``level``.
         arm_prob_best: ``P(Zbar_k = max_j Zbar_j)``; they sum to 1 unless completed arms tie.
@@ -181,7 +183,7 @@ class Certificate:
     arm: int
     level: float
     eps: float
-    n_samples: int
+    n_samples: int | None
     arm_mean: np.ndarray
     arm_lower: np.ndarray
     arm_upper: np.ndarray
@@ -212,7 +214,7 @@ class Certificate:
 
     @property
     def prob_best_se(self) -> float:
-        """Monte Carlo standard error of :attr:`prob_best`, ``sqrt(p (1 - p) / S)``."""
+        """Monte Carlo standard error of :attr:`prob_best`, ``sqrt(p (1 - p) / S)`` (0 when exact)."""
         return _standard_error(self.prob_best, self.n_samples)
 
     @property
@@ -308,8 +310,9 @@ class CertificateSettings:
     Attributes:
         level: credibility of the intervals, in (0, 1).
         eps: ``eps`` of ``P(eps-best)``, in score units, ``>= 0``.
-        samples: ``S``, Monte Carlo draws of the probabilities.
-        model: the posterior of the certificate, one of :data:`CERTIFICATE_MODELS`.
+        samples: ``S``, Monte Carlo draws of the probabilities (of the ``gaussian`` model; ``eb``'s are exact).
+        model: the posterior of the certificate, one of :data:`CERTIFICATE_MODELS`: ``eb`` by default, the
+            one that measured best on real data (``docs/reproduction/certificate.md``).
         anytime: also state the anytime-valid eps-best statement (:mod:`gittinseval.core.anytime`), at
             ``delta``.
         delta: the anytime statement's error level, in (0, 1): it holds with probability ``>= 1 - delta``
@@ -319,7 +322,7 @@ class CertificateSettings:
     level: float = 0.95
     eps: float = 0.01
     samples: int = DEFAULT_SAMPLES
-    model: str = "gaussian"
+    model: str = "eb"
     anytime: bool = False
     delta: float = 0.05
 
@@ -338,10 +341,6 @@ class CertificateSettings:
         """``value`` as settings: settings, ``None`` (the defaults) or a mapping of the fields (a config's
         ``certificate``)."""
         return cls() if value is None else settings_from_mapping(cls, "certificate", value)
-
-    def certify(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> Certificate:
-        """:func:`certify` of arm ``recommended`` under ``posterior`` with these settings (fixed normals)."""
-        return certify(posterior, recommended, level=self.level, eps=self.eps, n_samples=self.samples)
 
 
 def _win_fractions(
@@ -420,7 +419,9 @@ def check_arm(arm: Any, n_arms: int) -> int:
     return int(arm)
 
 
-def _standard_error(probability: float, n_samples: int) -> float:
+def _standard_error(probability: float, n_samples: int | None) -> float:
+    if n_samples is None:
+        return 0.0
     return math.sqrt(probability * (1.0 - probability) / n_samples)
 
 

@@ -24,6 +24,7 @@ same scores and charges in the same order make the same decisions and statements
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -33,6 +34,7 @@ from numpy.typing import ArrayLike
 
 from gittinseval.core.anytime import AnytimeCertifier, EpsBestStatement
 from gittinseval.core.certificate import Certificate, CertificateSettings
+from gittinseval.core.certifiers import Certifier, certifier_for
 from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostEstimator, CostLearning
 from gittinseval.core.objective import Choice, Objective, shifted_posterior
@@ -42,14 +44,17 @@ from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 
 __all__ = ["RunSession", "RunSettings"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class RunSettings:
     """What a run states and recommends, for both drivers (config keys ``certificate``, ``stop_when``,
-    ``objective`` of ``conf/run/default.yaml``, shared by ``gittinseval`` and ``gittinseval-live``).
+    ``objective`` of ``conf/run_settings/default.yaml``, shared by ``gittinseval`` and ``gittinseval-live``).
 
     Attributes:
-        certificate: level, eps and Monte Carlo samples of the recommendation's certificate.
+        certificate: the recommendation's certificate: level, eps, Monte Carlo samples, the posterior model
+            (:data:`~gittinseval.core.certificate.CERTIFICATE_MODELS`) and the anytime statement.
         stop_when: the confidence stop (``None``: none).
         objective: what the run recommends.
     """
@@ -106,6 +111,9 @@ class RunSession:
             :meth:`certified_posterior` for the value's).
         observed: every observed cell.
         learned_costs: the cost estimator, or ``None``.
+        certifier: the certificate's posterior model (:mod:`~gittinseval.core.certifiers`).  Under the ``value``
+            objective it is the Gaussian surrogate's, whatever ``settings.certificate.model`` says: only that
+            posterior shifts to the value ``Zbar_k + b_k`` (the certificate's ``model`` says which it is).
         anytime: the arms' confidence sequences (``None`` unless ``settings.certificate.anytime`` or an
             anytime confidence stop asks for them): at the stop's ``delta = 1 - prob_eps_best`` for an
             anytime stop, else at ``settings.certificate.delta``.
@@ -145,6 +153,14 @@ class RunSession:
         )
         self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary, features=problem.features)
         self.learned_costs: CostEstimator | None = None if cost_learning is None else cost_learning.start(problem.costs)
+        certificate = self.settings.certificate
+        model = certificate.model
+        if self.value_offsets is not None and model != "gaussian":
+            log.info(
+                "certificate.model=%s is of the accuracy: the value objective's certificate is the gaussian one", model
+            )
+            model = "gaussian"
+        self.certifier: Certifier = certifier_for(certificate, model)
         stop = self.settings.stop_when
         anytime_stop = stop is not None and stop.mode == "anytime"
         self.anytime: AnytimeCertifier | None = None
@@ -215,7 +231,7 @@ class RunSession:
         """The certificate of the recommendation (``None`` before any batch)."""
         if self.recommended is None:
             return None
-        certificate = self.settings.certificate.certify(self.certified_posterior(), self.recommended)
+        certificate = self.certifier.certify(self.certified_posterior(), self.observed, self.recommended)
         return certificate if self.anytime is None else replace(certificate, anytime=self.anytime_statement())
 
     def anytime_statement(self) -> EpsBestStatement | None:
@@ -247,4 +263,4 @@ class RunSession:
                     f"{1.0 - stop.prob_eps_best:g}, and this run has {have}: make it the run's stop_when"
                 )
             return self.anytime.reached(self.recommended, stop.eps)
-        return stop.reached(self.certified_posterior(), self.recommended)
+        return self.certifier.stop_reached(stop, self.certified_posterior(), self.observed, self.recommended)

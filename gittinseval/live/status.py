@@ -65,7 +65,7 @@ LEGEND = (
     "seen, mean: examples scored and their mean (with those kept from a failed call); "
     "M, sd(V), lcb: the posterior of the told requests; lo, hi: the credible interval of the arm's "
     "full-benchmark mean; P(best): the posterior probability that the arm is the best "
-    "(Monte Carlo, a Gaussian model; not a frequentist guarantee); *: a request in flight"
+    "(both of the certificate's model, certificate.model; not a frequentist guarantee); *: a request in flight"
 )
 """The line under the arms' table in ``status.txt`` (:func:`status_text`) that says what its columns mean."""
 COST_LEGEND = "guess, learned: expected dollars per example, guessed and learned from the told requests' charges"

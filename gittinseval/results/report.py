@@ -67,6 +67,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from gittinseval.results.certificate_models import verdicts
 from gittinseval.results.curves import aggregate_group
 from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
@@ -78,6 +79,10 @@ from gittinseval.results.tables import (
     certificate_cells,
     confidence_stop_cells,
     markdown_table,
+    model_calibration_cells,
+    model_regret_cells,
+    model_reliability_cells,
+    model_stop_cells,
     overview_cells,
     overview_markdown,
     paired_cells,
@@ -239,7 +244,33 @@ def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None
     stops = confidence_stop_cells(summaries)
     if stops:
         sections.append(("The confidence stop", "confidence_stop.md", markdown_table(stops)))
+    sections += _model_sections(summaries)
     with report.open("a") as text:
         for title, name, table in sections:
             (out / name).write_text(table)
             text.write(f"\n## {title}\n\n" + table)
+
+
+def _model_sections(summaries: list[dict]) -> list[tuple[str, str, str]]:
+    """The sections of a model-comparison store (runs with ``model_certificates``): the verdicts per family
+    (``models_verdicts.md``), calibration (``models_calibration.md``), the confidence stops
+    (``models_stops.md``), the regret of each model's recommendation (``models_regret.md``) and the
+    reliability of each family and model (``models_reliability_<family>_<model>.md``)."""
+    calibration = model_calibration_cells(summaries)
+    if not calibration:
+        return []
+    verdict_text = "\n".join(f"- **{family}**: {sentence}" for family, sentence in verdicts(summaries).items()) + "\n"
+    sections = [
+        ("Verdicts per family", "models_verdicts.md", verdict_text),
+        ("Calibration of each model", "models_calibration.md", markdown_table(calibration)),
+    ]
+    stops = model_stop_cells(summaries)
+    if stops:
+        sections.append(("The confidence stop under each model", "models_stops.md", markdown_table(stops)))
+    regrets = model_regret_cells(summaries)
+    if regrets:
+        sections.append(("Recommending by each model's posterior", "models_regret.md", markdown_table(regrets)))
+    for (family, model), rows in model_reliability_cells(summaries).items():
+        title = f"Stated against observed on {family}, {model}"
+        sections.append((title, f"models_reliability_{slug(family)}_{slug(model)}.md", markdown_table(rows)))
+    return sections

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
+from gittinseval.results import certificate_models
 from gittinseval.results.panels import TABLE_PERCENTS, CurveRow, PairedRow, PanelTables, StopRow
 from gittinseval.results.stats import Estimate
 
@@ -40,6 +41,10 @@ __all__ = [
     "confidence_stop_cells",
     "estimate_cell",
     "markdown_table",
+    "model_calibration_cells",
+    "model_regret_cells",
+    "model_reliability_cells",
+    "model_stop_cells",
     "overview_cells",
     "overview_markdown",
     "paired_cells",
@@ -344,6 +349,86 @@ def confidence_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
             ),
         })
     return rows
+
+
+def _number(value: float, digits: int = 3) -> str:
+    return EMPTY if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def model_calibration_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
+    """:func:`~gittinseval.results.certificate_models.calibration_rows` as text: per family and model, the
+    coverage (with its Wilson interval) and, of ``P(within eps)`` and ``P(best)``, the mean stated, the share
+    that came true and the ECE; the anytime statement's runs with a false statement instead."""
+    cells = []
+    for row in certificate_models.calibration_rows(summaries):
+        low, high = wilson_interval(row.covered, row.n)
+        anytime = row.model == certificate_models.ANYTIME
+        cells.append({
+            "family": row.family,
+            "model": row.model,
+            "statements": str(row.n),
+            "interval covers": f"{row.coverage:.3f} [{low:.3f}, {high:.3f}]",
+            "P(within eps) stated": _number(row.within_stated),
+            "came true": _number(row.within_observed),
+            "ECE": _number(row.within_ece),
+            "P(best) stated": _number(row.best_stated),
+            "was best": _number(row.best_observed),
+            "ECE ": _number(row.best_ece),
+            "runs with a false statement": f"{row.violated_runs}/{row.runs} (δ = {row.delta:g})" if anytime else EMPTY,
+        })
+    return cells
+
+
+def model_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
+    """:func:`~gittinseval.results.certificate_models.stop_rows` as text: per family and model, how often the
+    stop fired, at what mean cost, and its wrong stops per run against the promised δ (± 2 SE)."""
+    cells = []
+    for row in certificate_models.stop_rows(summaries):
+        low, high = wilson_interval(row.wrong, row.runs)
+        cells.append({
+            "family": row.family,
+            "model": row.model,
+            "runs": str(row.runs),
+            "fired": f"{row.fired}/{row.runs}",
+            "mean stop (% of exhaustive)": EMPTY if math.isnan(row.cost_pct) else f"{row.cost_pct:.3g}",
+            "wrong stops per run": f"{row.wrong_per_run:.3f} [{low:.3f}, {high:.3f}]",
+            "δ": f"{row.delta:g}",
+            "within δ + 2 SE": "yes" if row.keeps_promise else "no",
+        })
+    return cells
+
+
+def model_regret_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
+    """:func:`~gittinseval.results.certificate_models.regret_rows` as text: per family, checkpoint and model,
+    the regret of the model's LCB recommendation and its paired difference from the Gaussian surrogate's."""
+    return [
+        {
+            "family": row.family,
+            "at": row.checkpoint.replace("pct", " %"),
+            "model": row.model,
+            "regret of its LCB choice": estimate_cell(row.regret, 4),
+            "minus the gaussian's (paired)": (
+                EMPTY if row.versus_gaussian is None else estimate_cell(row.versus_gaussian, 4)
+            ),
+        }
+        for row in certificate_models.regret_rows(summaries)
+    ]
+
+
+def model_reliability_cells(summaries: Sequence[dict]) -> dict[tuple[str, str], list[dict[str, str]]]:
+    """Per family and model (not the anytime statement), :func:`reliability_cells` of the model's checkpoint
+    statements."""
+    tables: dict[tuple[str, str], list[dict[str, str]]] = {}
+    models = sorted({model for s in summaries for model in (s.get("model_certificates") or {})})
+    for model in models:
+        restated = [
+            {**s, "certificates": s["model_certificates"][model]}
+            for s in summaries
+            if model in (s.get("model_certificates") or {})
+        ]
+        for family, rows in reliability_cells(restated).items():
+            tables[(family, model)] = rows
+    return dict(sorted(tables.items()))
 
 
 def markdown_table(rows: Sequence[dict[str, str]]) -> str:

@@ -43,6 +43,7 @@ LATER_SETTINGS = {
     **RunSettings.defaults_as_config(),
     "checkpoint_certificates": False,
     "cold_start": False,
+    "compare_certificates": [],
     "record_arm_spend": False,
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
@@ -204,6 +205,7 @@ def simulate_config(cfg: DictConfig) -> RunResult:
             settings=RunSettings.from_config(cfg),
             cost_plan=cost_model.plan(benchmark, seed),
             checkpoint_certificates=boolean("checkpoint_certificates", cfg.get("checkpoint_certificates", False)),
+            compare_certificates=_model_names("compare_certificates", cfg.get("compare_certificates")),
             record_arm_spend=boolean("record_arm_spend", cfg.get("record_arm_spend", False)),
         )
     result.summary["threads"] = threads
@@ -272,3 +274,13 @@ def run_experiment(
             summary["label"], summary["final_recommended"], format_certificate(summary["certificate"]),
         )
     return result
+
+
+def _model_names(key: str, value: object) -> tuple[str, ...]:
+    """A config list of names (``None``: none) as a tuple; anything else is a :class:`ConfigError` naming ``key``."""
+    if value is None:
+        return ()
+    names = OmegaConf.to_container(value) if OmegaConf.is_list(value) else value
+    if not isinstance(names, list | tuple) or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"{key} must be a list of names, e.g. [gaussian, eb], got {value!r}")
+    return tuple(names)

@@ -7,7 +7,6 @@ import io
 import json
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +15,12 @@ import pyarrow
 import pyarrow.csv
 from tqdm.auto import tqdm
 
-from gittinseval.core.certificate import CertificateSettings, posterior_from_statistics
-from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostPlan
-from gittinseval.core.objective import shifted_posterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Policy, Request
 from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.data import Benchmark
+from gittinseval.sim.certificate_record import CertificateRecord, stop_record
 from gittinseval.utils.validation import fraction_in_unit_interval, positive_finite_values
 
 __all__ = ["REPORT_PERCENTS", "TRACE_COLUMNS", "TRACE_FILE", "RunResult", "regret_at", "simulate"]
@@ -120,6 +117,7 @@ def simulate(
     prior_name: str | None = None,
     progress: bool = False,
     checkpoint_certificates: bool = False,
+    compare_certificates: tuple[str, ...] = (),
     record_arm_spend: bool = False,
 ) -> RunResult:
     """Run ``policy`` on ``benchmark`` until its spend reaches the budget.
@@ -144,6 +142,12 @@ def simulate(
     of the exhaustive cost (``"1pct"``, ..., as ``regret_at_*``) and at the policy's stopping
     signal (``"stop"``), each with ``true_mean`` and the recommendation's ``regret``: what a
     calibration study of the certificate needs (``None`` where there is no such batch).
+    With ``compare_certificates`` (posterior models, :data:`~gittinseval.core.certificate.CERTIFICATE_MODELS`)
+    the summary's ``model_certificates`` maps each model to the same checkpoint certificates under it,
+    and, with a confidence stop, ``model_stops`` maps each model (and ``"anytime"``, when the run keeps
+    confidence sequences at the stop's ``delta``) to where that stop would have fired, as
+    ``confidence_stop``: every model's statements from one run, side by side
+    (:class:`~gittinseval.sim.certificate_record.CertificateRecord`).
     With ``record_arm_spend`` the summary's ``arm_spend`` maps each reported share
     (``"1pct"``, ...) to the ``[K]`` spend on each arm over the batches at or below it, with
     ``arm_means`` (``[K]`` the full-benchmark means the regret is of) and, under a ``cost_plan``,
@@ -178,6 +182,7 @@ def simulate(
         cost_mode, prior_name: names recorded in the summary.
         progress: show a progress bar.
         checkpoint_certificates: add the summary's ``certificates`` (above).
+        compare_certificates: add the summary's ``model_certificates`` and ``model_stops`` (above).
         record_arm_spend: add the summary's ``arm_spend`` (above).
     """
     settings = RunSettings() if settings is None else settings
@@ -227,9 +232,6 @@ def simulate(
     best = float(row_means.max())
     exhaustive = n_examples * float(np.sum(costs))
     rows: list[tuple[int, int, float, int]] = []
-    batch_sums: list[float] = []
-    # The anytime statement after each batch (with confidence sequences): the checkpoints pick theirs.
-    statements: list[dict[str, Any]] = []
     spent = 0.0
     stop_step = None
     confidence_step = None
@@ -239,6 +241,7 @@ def simulate(
         policy, problem, seed=seed, settings=settings, prices=prices,
         cost_learning=None if cost_plan is None else cost_plan.learning,
     )
+    record = CertificateRecord(session, prior, compare_certificates)
     # The bar counts percent of the budget: raw costs are long floats.
     bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
     with tqdm(total=problem.budget, disable=not progress, desc=policy.name, bar_format=bar_format) as bar:
@@ -255,9 +258,7 @@ def simulate(
             recommended = session.observe(request, batch_scores, batch_cost)
             spent += batch_cost
             rows.append((request.arm, request.size, spent, recommended))
-            batch_sums.append(float(batch_scores.sum()))
-            if session.anytime is not None:
-                statements.append(session.anytime_statement().as_dict())
+            record.after_batch()
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
             if confidence_step is None and session.confident():
@@ -280,11 +281,9 @@ def simulate(
         "regret": regret,
     }
     # Under `value` a certificate is of the value Zbar_k + b_k, as the regret is.
-    certificate_after = partial(
-        _certificate_after, trace=trace, batch_sums=np.asarray(batch_sums), n_examples=n_examples, prior=prior,
-        cell_var=session.cell_var, settings=settings.certificate, row_means=row_means,
-        offsets=session.value_offsets, statements=statements,
-    )
+    positions = {f"{p}pct": _last_position(cost_pct, p) for p in REPORT_PERCENTS}
+    positions["stop"] = None if stop_step is None else stop_step - 1
+    final = {"final": len(rows) - 1 if rows else None}
     params = policy.hyperparameters()
     summary: dict[str, Any] = {
         "benchmark": benchmark.name,
@@ -318,19 +317,24 @@ def simulate(
         "arm_population": {"mean": float(row_means.mean()), "var": float(row_means.var())},
         "final_recommended": int(recommended[-1]) if rows else None,
         "final_regret": float(regret[-1]) if rows else None,
-        "certificate": certificate_after(len(rows) - 1),
-        "confidence_stop": _confidence_stop(settings.stop_when, confidence_step, spend, cost_pct, regret),
+        "certificate": _without_regret(record.certificates(final, recommended, row_means)["final"]),
+        "confidence_stop": stop_record(settings.stop_when, confidence_step, spend, cost_pct, regret),
         **{f"regret_at_{p}pct": regret_at(cost_pct, regret, p) for p in REPORT_PERCENTS},
         "wall_time_s": wall_time,
         "diagnostics": policy.diagnostics(),
     }
     if checkpoint_certificates:
-        positions = {f"{p}pct": _last_position(cost_pct, p) for p in REPORT_PERCENTS}
-        positions["stop"] = None if stop_step is None else stop_step - 1
-        summary["certificates"] = {
-            name: None if position is None else {**certificate_after(position), "regret": float(regret[position])}
-            for name, position in positions.items()
+        summary["certificates"] = record.certificates(positions, recommended, row_means)
+    if compare_certificates:
+        summary["model_certificates"] = {
+            model: record.certificates(positions, recommended, row_means, model) for model in compare_certificates
         }
+        if settings.stop_when is not None:
+            summary["model_stops"] = {
+                model: stop_record(settings.stop_when, step, spend, cost_pct, regret)
+                | {"mode": "anytime" if model == "anytime" else "posterior"}
+                for model, step in record.stop_steps.items()
+            }
     if record_arm_spend:
         batch_spend = np.diff(spend, prepend=0.0)
         summary["arm_spend"] = {
@@ -351,36 +355,13 @@ def simulate(
     return RunResult(trace=trace, summary=summary)
 
 
-def _certificate_after(
-    position: int,
-    trace: dict[str, np.ndarray],
-    batch_sums: np.ndarray,
-    n_examples: int,
-    prior: GaussianPrior,
-    cell_var: float,
-    settings: CertificateSettings,
-    row_means: np.ndarray,
-    offsets: np.ndarray | None = None,
-    statements: list[dict[str, Any]] | None = None,
-) -> dict[str, Any] | None:
-    """The certificate of the recommendation after batch ``position`` (0-based; ``None`` for ``-1``, before
-    any batch), from each arm's score sum and count up to that batch, with the arm's ``true_mean``; with
-    ``offsets`` ``b_k`` (the ``value`` objective) the certificate of ``Zbar_k + b_k``, whose true means are
-    then ``row_means``; with the run's anytime ``statements`` (one per batch), the one after that batch as
-    ``anytime``."""
-    if position < 0:
+def _without_regret(certificate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The final certificate as the summary has always kept it: with ``true_mean``, without ``regret``
+    (the summary's ``final_regret``)."""
+    if certificate is None:
         return None
-    n_arms = row_means.size
-    arms = trace["arm"][: position + 1]
-    sums = np.bincount(arms, weights=batch_sums[: position + 1], minlength=n_arms)
-    counts = np.bincount(arms, weights=trace["batch_size"][: position + 1], minlength=n_arms)
-    posterior = posterior_from_statistics(sums, counts, n_examples, prior.mean, prior.var, cell_var)
-    if offsets is not None:
-        posterior = shifted_posterior(posterior, offsets)
-    arm = int(trace["recommended"][position])
-    certificate = {**settings.certify(posterior, arm).as_dict(), "true_mean": float(row_means[arm])}
-    if statements:
-        certificate["anytime"] = statements[position]
+    certificate = dict(certificate)
+    del certificate["regret"]
     return certificate
 
 
@@ -393,24 +374,6 @@ def _last_position(cost_pct: np.ndarray, percent: float) -> int | None:
     """0-based position of the last batch whose cumulative cost is at most ``percent`` % (as :func:`regret_at`)."""
     position = _batches_within(cost_pct, percent) - 1
     return None if position < 0 else position
-
-
-def _confidence_stop(
-    stop_when: ConfidenceStop | None, step: int | None, spend: np.ndarray, cost_pct: np.ndarray, regret: np.ndarray
-) -> dict[str, Any] | None:
-    """Where the confidence stop fired: its settings and the step, cost and regret then (``None``: no stop set)."""
-    if stop_when is None:
-        return None
-    fired = step is not None
-    return {
-        "prob_eps_best": stop_when.prob_eps_best,
-        "eps": stop_when.eps,
-        "mode": stop_when.mode,
-        "step": step,
-        "cost": float(spend[step - 1]) if fired else None,
-        "cost_pct": float(cost_pct[step - 1]) if fired else None,
-        "regret": float(regret[step - 1]) if fired else None,
-    }
 
 
 def _check_request(request: Request, seen: np.ndarray, n_arms: int) -> int:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy.stats import beta as beta_distribution
 
+from gittinseval.core.certificate import Certificate
 from gittinseval.core.certificate_models import (
     EmpiricalBayesModel,
     Lattice,
-    PosteriorCertificate,
     RowData,
     central_interval,
     win_probabilities,
@@ -234,7 +234,10 @@ def test_certificate_arrays_are_consistent(binary):
     model = EmpiricalBayesModel()
     arm = model.recommend(observed)
     certificate = model.certify(observed, arm, level=0.9, eps=0.02)
-    assert isinstance(certificate, PosteriorCertificate)
+    assert isinstance(certificate, Certificate) and certificate.model == "eb"
+    # Exact lattice sums: no Monte Carlo error.
+    assert certificate.n_samples is None and certificate.prob_best_se == 0.0
+    assert certificate.as_dict()["model"] == "eb"
     assert certificate.arm == arm and certificate.level == 0.9 and certificate.eps == 0.02
     for name in ("arm_mean", "arm_lower", "arm_upper", "arm_prob_best", "arm_prob_eps_best"):
         values = getattr(certificate, name)
@@ -313,3 +316,53 @@ def test_input_validation():
         EmpiricalBayesModel(penalty=-1.0)
     with pytest.raises(ValueError, match="continuous_points"):
         EmpiricalBayesModel(continuous_points=2)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_the_ceiling_against_every_rival_is_the_exact_probability(binary):
+    # With fewer arms than CEILING_RIVALS + 1 the ceiling's rivals are all the other arms: it is then P itself.
+    observed, _ = _small_run(binary, seed=3)
+    model = EmpiricalBayesModel()
+    model.fit(observed)
+    for arm in range(observed.n_arms):
+        for eps in (0.0, 0.01, 0.05):
+            exact = model.prob_eps_best(observed, arm, eps)
+            assert model._ceiling(observed, arm, eps) == pytest.approx(exact, abs=1e-9)
+
+
+def _growing_run(n_arms: int, big_n: int, batches: int, seed: int) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
+    """A 0/1 matrix and a sequence of batches of 4 cells that favours the arms with the best running means."""
+    rng = np.random.default_rng(seed)
+    # One clear leader, two near it, the rest well behind: the check's answer changes during the run.
+    means = np.concatenate([[0.95, 0.9, 0.85], rng.uniform(0.3, 0.7, n_arms - 3)])
+    matrix = (rng.random((n_arms, big_n)) < means[:, None]).astype(np.float64)
+    orders = [list(rng.permutation(big_n)) for _ in range(n_arms)]
+    plan = []
+    for step in range(batches):
+        arm = int(rng.integers(0, 3)) if step % 3 else int(rng.integers(0, n_arms))
+        if len(orders[arm]) < 4:
+            continue
+        examples = np.array([orders[arm].pop() for _ in range(4)])
+        plan.append((arm, examples))
+    return matrix, plan
+
+
+def test_the_stop_check_decides_as_the_exact_probability_batch_by_batch():
+    # The cheap paths (range bounds, cached ceiling against 32 rivals) must give the decision of the exact sum
+    # at every batch of a run, two models following the same run (same refit schedule).
+    n_arms, big_n = 80, 60
+    matrix, plan = _growing_run(n_arms, big_n, 600, seed=5)
+    observed = ObservedCells(n_arms, big_n, binary=True)
+    fast, exact = EmpiricalBayesModel(), EmpiricalBayesModel()
+    decisions = []
+    for arm, examples in plan:
+        observed.add(arm, examples, matrix[arm, examples])
+        means = observed.score_sum / np.maximum(observed.n_seen, 1)
+        recommended = int(np.argmax(np.where(observed.n_seen > 0, means - 1 / np.sqrt(observed.n_seen + 1), -1)))
+        for threshold in (0.5, 0.95):
+            probability = exact.prob_eps_best(observed, recommended, 0.01)
+            reached = fast.eps_best_reached(observed, recommended, 0.01, threshold)
+            assert reached == (probability >= threshold), (len(decisions), threshold, probability)
+            decisions.append(reached)
+    # Both answers occur, so the check is not trivially one-sided.
+    assert any(decisions) and not all(decisions)

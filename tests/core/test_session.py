@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gittinseval.core.anytime import AnytimeCertifier
-from gittinseval.core.certificate import CertificateSettings, posterior_from_statistics
+from gittinseval.core.certificate import CertificateSettings, certify, posterior_from_statistics
 from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostLearning
 from gittinseval.core.gittins import GittinsPolicy
@@ -36,7 +36,8 @@ def _drive(session, scores, charges=None, n_batches=25):
 
 def test_the_posterior_and_the_certificate_are_those_of_the_observed_statistics():
     scores = _scores()
-    session = RunSession(GittinsPolicy(batch_size=4), _problem(), seed=3)
+    gaussian = RunSettings(certificate=CertificateSettings(model="gaussian"))
+    session = RunSession(GittinsPolicy(batch_size=4), _problem(), seed=3, settings=gaussian)
     _drive(session, scores)
     observed = session.observed
     expected = posterior_from_statistics(observed.score_sum, observed.n_seen, N, 0.5, 0.04)
@@ -45,7 +46,7 @@ def test_the_posterior_and_the_certificate_are_those_of_the_observed_statistics(
     np.testing.assert_array_equal(observed.values[observed.seen], scores[observed.seen])
     assert session.recommended == int(session.policy.recommend())
     certificate = session.certificate()
-    reference = CertificateSettings().certify(expected, session.recommended)
+    reference = certify(expected, session.recommended)
     np.testing.assert_allclose(certificate.arm_prob_best, reference.arm_prob_best)
     assert certificate.anytime is None and certificate.model == "gaussian"
 

@@ -37,10 +37,11 @@ def bench():
 
 
 def options(bench, lam=1e-3, **extra):
-    """Costs in the policy's unit (1e6 tokens per example) and a fresh GittinsEval."""
+    """Costs in the policy's unit (1e6 tokens per example), the scores' kind and a fresh GittinsEval."""
     return {
         "costs": bench.prices,
         "tokens_per_example": 1e6,
+        "binary": bench.binary,
         "policy": GittinsPolicy(B, lam),
         "progress": False,
         "retry_backoff": 0.001,
@@ -353,8 +354,9 @@ def test_the_certificate_of_a_live_run_is_the_simulator_s_on_the_same_scores(ben
     np.testing.assert_array_equal(live.trace["arm"], simulated.trace["arm"])
     expected = {key: value for key, value in simulated.summary["certificate"].items() if key != "true_mean"}
     assert live.summary()["certificate"] == expected
-    # Per arm in the status table: the certificate's intervals and P(best), which sum to 1.
-    assert live.status.prob_best.sum() == pytest.approx(1.0)
+    # Per arm in the status table: the certificate's intervals and P(best).  The exact lattice sums count a tie
+    # for the best as best for each arm in it, so they sum to 1 or more (exactly 1 without ties).
+    assert live.certificate.model == "eb" and live.status.prob_best.sum() >= 1.0 - 1e-9
     assert live.status.lower[live.certificate.arm] == live.certificate.lower
 
 

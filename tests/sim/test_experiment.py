@@ -159,12 +159,13 @@ def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stor
     job = ["experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", "cost=per_cell", "method=gittins_g",
            "seed=0"]
     cfg = compose_config(*job)
-    assert cfg.certificate == {"level": 0.95, "eps": 0.01, "samples": 4096, "model": "gaussian", "anytime": False,
+    assert cfg.certificate == {"level": 0.95, "eps": 0.01, "samples": 4096, "model": "eb", "anytime": False,
                                "delta": 0.05} and cfg.stop_when is None
     stored = stored_digests(CONFIG_DIR.parent / "docs/results/main_gsm8k_zeroeval.parquet")
     assert config_digest(cfg) in stored
     for setting in ("certificate.level=0.9", "certificate.eps=0.02", "+stop_when.prob_eps_best=0.9",
-                    "certificate.anytime=true", "certificate.delta=0.1"):
+                    "certificate.anytime=true", "certificate.delta=0.1", "certificate.model=gaussian",
+                    "compare_certificates=[eb]"):
         assert config_digest(compose_config(*job, setting)) not in stored, setting
 
 

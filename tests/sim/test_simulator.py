@@ -15,6 +15,9 @@ from gittinseval.core.session import RunSettings
 from gittinseval.sim.simulator import TRACE_COLUMNS, TRACE_FILE, regret_at
 from tests.conftest import binary_benchmark
 
+GAUSSIAN = RunSettings(certificate=CertificateSettings(model="gaussian"))
+"""The paper's surrogate as the run's certificate (the default is the empirical-Bayes model)."""
+
 
 @pytest.fixture(scope="module")
 def benchmark():
@@ -247,7 +250,8 @@ class RecordingGittins(GittinsPolicy):
 
 def test_the_summary_certifies_the_final_recommendation_with_the_run_prior(benchmark):
     policy, prior = RecordingGittins(batch_size=4), GaussianPrior(0.4, 0.02)
-    summary = simulate(benchmark, policy, np.ones(benchmark.n_arms), prior, budget_fraction=0.3, seed=1).summary
+    summary = simulate(benchmark, policy, np.ones(benchmark.n_arms), prior, budget_fraction=0.3, seed=1,
+                       settings=GAUSSIAN).summary
     arm = summary["final_recommended"]
     expected = certify(posterior_from_statistics(policy.sums, policy.counts, 64, 0.4, 0.02), arm)
     assert summary["certificate"] == {**expected.as_dict(), "true_mean": float(benchmark.row_means[arm])}
@@ -259,7 +263,7 @@ def test_the_summary_certifies_the_final_recommendation_with_the_run_prior(bench
 def test_checkpoint_certificates_certify_the_data_up_to_each_reported_share_and_the_stop(benchmark):
     policy, prior = RecordingGittins(batch_size=4, lam=1e-3), GaussianPrior(0.4, 0.02)
     result = simulate(benchmark, policy, np.ones(benchmark.n_arms), prior, budget_fraction=0.3, seed=1,
-                      checkpoint_certificates=True)
+                      checkpoint_certificates=True, settings=GAUSSIAN)
     summary, trace = result.summary, result.trace
     assert set(summary["certificates"]) == {"1pct", "2pct", "5pct", "10pct", "stop"}
     assert summary["stop_step"] is not None
@@ -279,7 +283,7 @@ def test_checkpoint_certificates_certify_the_data_up_to_each_reported_share_and_
         assert summary["certificates"][name] == {**expected, "true_mean": true_mean, "regret": regret}
     # Without the flag the summary has no checkpoints, and the final certificate is the same.
     plain = simulate(benchmark, GittinsPolicy(batch_size=4, lam=1e-3), np.ones(benchmark.n_arms), prior,
-                     budget_fraction=0.3, seed=1)
+                     budget_fraction=0.3, seed=1, settings=GAUSSIAN)
     assert "certificates" not in plain.summary and plain.summary["certificate"] == summary["certificate"]
 
 
@@ -326,7 +330,7 @@ def test_arm_spend_is_what_each_arm_was_charged_up_to_each_reported_share(benchm
 
 def test_the_certificate_takes_its_settings_and_a_complete_arm_is_known_exactly():
     bench = binary_benchmark(6, 40, seed=2)
-    settings = CertificateSettings(level=0.8, eps=0.05, samples=512)
+    settings = CertificateSettings(level=0.8, eps=0.05, samples=512, model="gaussian")
     result = simulate(bench, GittinsPolicy(batch_size=8), np.ones(6), GaussianPrior(), budget_fraction=1.0,
                       settings=RunSettings(certificate=settings))
     cert = result.summary["certificate"]
@@ -339,7 +343,7 @@ def test_the_run_goes_past_the_confidence_stop_and_records_where_it_fired(benchm
     stop = ConfidenceStop(prob_eps_best=0.6, eps=0.05)
     policy = RecordingGittins(batch_size=4)
     result = simulate(benchmark, policy, np.ones(benchmark.n_arms), GaussianPrior(), budget_fraction=0.5,
-                      settings=RunSettings(stop_when=stop))
+                      settings=RunSettings(stop_when=stop, certificate=GAUSSIAN.certificate))
     record, trace = result.summary["confidence_stop"], result.trace
     step = record["step"]
     assert step is not None and step < result.summary["n_steps"]
@@ -436,7 +440,6 @@ def test_cheapest_within_recommends_the_cheapest_near_best_arm(priced_example, e
 
 
 def test_under_value_the_certificate_is_of_the_value_the_run_recommends_by(priced_example):
-    from gittinseval.core.certificate import CertificateSettings
     from gittinseval.core.objective import Objective, shifted_posterior
 
     objective = Objective(name="value", mu=0.05)
@@ -445,7 +448,8 @@ def test_under_value_the_certificate_is_of_the_value_the_run_recommends_by(price
                        settings=RunSettings(objective=objective)).summary
     arm, offsets = summary["final_recommended"], objective.offsets(priced_example.prices, priced_example.n_arms)
     accuracy = posterior_from_statistics(policy.sums, policy.counts, priced_example.n_examples, 0.5, 0.04)
-    expected = CertificateSettings().certify(shifted_posterior(accuracy, offsets), arm)
+    # Under value the certificate is the gaussian one, whatever certificate.model says: only it shifts.
+    expected = certify(shifted_posterior(accuracy, offsets), arm)
     true_value = float(priced_example.row_means[arm] + offsets[arm])
     assert summary["certificate"] == {**expected.as_dict(), "true_mean": true_value}
     assert summary["certificate"]["mean"] == pytest.approx(accuracy.mean[arm] + offsets[arm])

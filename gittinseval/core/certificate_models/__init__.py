@@ -13,7 +13,7 @@ variance 0.25) by
   Monte Carlo (:mod:`.model`).
 
 Input: a :class:`~gittinseval.core.observations.ObservedCells`; output: a
-:class:`PosteriorCertificate` with read-only ``[K]`` arrays.
+:class:`~gittinseval.core.certificate.Certificate` (``model="eb"``) with read-only ``[K]`` arrays.
 
 Measured on real response matrices (simulated runs: a uniformly random example order per arm,
 batches of 8, uniform and UCB-E allocation, checkpoints at 1, 2, 5 and 10 % of the cells, 20
@@ -30,14 +30,13 @@ comes from the particular matrix, whose best three arms are within 4 of 1319 exa
 """
 
 from gittinseval.core.certificate_models.lattice import Lattice, RowData, central_interval, win_probabilities
-from gittinseval.core.certificate_models.model import ArmPosterior, EmpiricalBayesModel, PosteriorCertificate
+from gittinseval.core.certificate_models.model import ArmPosterior, EmpiricalBayesModel
 from gittinseval.core.certificate_models.spline_prior import SplinePrior
 
 __all__ = [
     "ArmPosterior",
     "EmpiricalBayesModel",
     "Lattice",
-    "PosteriorCertificate",
     "RowData",
     "SplinePrior",
     "central_interval",

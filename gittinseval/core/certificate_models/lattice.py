@@ -45,7 +45,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["Lattice", "RowData", "win_probabilities", "central_interval", "eps_steps"]
+__all__ = [
+    "Lattice",
+    "RowData",
+    "central_interval",
+    "eps_best_against",
+    "eps_steps",
+    "log_cdf_at_eps",
+    "win_probabilities",
+]
 
 _LOG_TINY = -1e300
 
@@ -194,6 +202,20 @@ def _shift(log_cdf: np.ndarray, steps: float, binary: bool) -> np.ndarray:
     cdf = (1.0 - weight) * padded[:, lower] + weight * padded[:, lower + 1]
     with np.errstate(divide="ignore"):
         return np.log(cdf)
+
+
+def log_cdf_at_eps(post: np.ndarray, steps: float, binary: bool) -> np.ndarray:
+    """``[U, X]`` ``log F_u(x_i + eps)`` of posterior rows ``post`` (``eps`` in lattice steps): what a row
+    contributes to another row's ``P(eps-best)``."""
+    return _shift(_log_cdfs(post, binary), steps, binary)
+
+
+def eps_best_against(own: np.ndarray, rivals_log_cdf: np.ndarray) -> float:
+    """``P(Zbar >= max_v Zbar_v - eps)`` of one row ``own`` (``[X]`` probabilities) against the rows whose
+    :func:`log_cdf_at_eps` are ``rivals_log_cdf`` (``[C, X]``), all independent:
+    ``sum_i p(x_i) prod_v F_v(x_i + eps)``."""
+    total = rivals_log_cdf.sum(axis=0)  # every term <= 0, so no inf - inf
+    return float(np.clip(own @ np.exp(total), 0.0, 1.0))
 
 
 def win_probabilities(

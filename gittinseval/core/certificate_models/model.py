@@ -39,81 +39,27 @@ from typing import Any
 
 import numpy as np
 
-from gittinseval.core.certificate import check_arm, open_unit_interval
+from gittinseval.core.certificate import Certificate, check_arm, open_unit_interval
+from gittinseval.core.certificate_models.attribute_prior import AttributePrior, has_shared_attributes
 from gittinseval.core.certificate_models.lattice import (
     Lattice,
     RowData,
     central_interval,
+    eps_best_against,
     eps_steps,
+    log_cdf_at_eps,
     win_probabilities,
 )
 from gittinseval.core.certificate_models.spline_prior import SplinePrior
 from gittinseval.core.observations import ObservedCells
 from gittinseval.utils.validation import non_negative_float, positive_int
 
-__all__ = ["ArmPosterior", "EmpiricalBayesModel", "PosteriorCertificate"]
+__all__ = ["CEILING_RIVALS", "ArmPosterior", "EmpiricalBayesModel"]
 
 _DISPERSION_RANGE = (0.02, 1.0)
 
-
-@dataclass(frozen=True, eq=False)
-class PosteriorCertificate:
-    """How sure the posterior is of the recommended arm, and the same numbers for every arm.
-
-    The per-arm arrays have shape ``[K]`` and are read-only; the recommended arm's numbers are
-    the properties of the same names without ``arm_``.
-
-    Attributes:
-        arm: the recommended arm.
-        level: credibility of the intervals, in (0, 1).
-        eps: ``eps`` of ``P(eps-best)``, in score units.
-        arm_mean: posterior mean of each arm's full-benchmark mean ``Zbar_k``.
-        arm_lower, arm_upper: each arm's central credible interval at ``level``.
-        arm_prob_best: ``P(Zbar_k >= max_j Zbar_j)`` (ties count as best).
-        arm_prob_eps_best: ``P(Zbar_k >= max_j Zbar_j - eps)``.
-    """
-
-    arm: int
-    level: float
-    eps: float
-    arm_mean: np.ndarray
-    arm_lower: np.ndarray
-    arm_upper: np.ndarray
-    arm_prob_best: np.ndarray
-    arm_prob_eps_best: np.ndarray
-
-    @property
-    def mean(self) -> float:
-        return float(self.arm_mean[self.arm])
-
-    @property
-    def lower(self) -> float:
-        return float(self.arm_lower[self.arm])
-
-    @property
-    def upper(self) -> float:
-        return float(self.arm_upper[self.arm])
-
-    @property
-    def prob_best(self) -> float:
-        return float(self.arm_prob_best[self.arm])
-
-    @property
-    def prob_eps_best(self) -> float:
-        return float(self.arm_prob_eps_best[self.arm])
-
-    def as_dict(self) -> dict[str, Any]:
-        """The recommended arm's numbers as JSON values."""
-        return {
-            "arm": self.arm,
-            "mean": self.mean,
-            "lower": self.lower,
-            "upper": self.upper,
-            "level": self.level,
-            "prob_best": self.prob_best,
-            "prob_eps_best": self.prob_eps_best,
-            "eps": self.eps,
-        }
+CEILING_RIVALS = 32
+"""Rivals of the cheap ceiling of :meth:`EmpiricalBayesModel.eps_best_reached`."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,13 +134,20 @@ class EmpiricalBayesModel:
         self.dispersion_dof = non_negative_float("dispersion_dof", dispersion_dof)
         self._lattice: Lattice | None = None
         self._prior: SplinePrior | None = None
+        self._attributes: AttributePrior | None = None
+        self._features: np.ndarray | None = None
         self._cells_at_fit = -1
+        self._fits = 0
+        self._last_ceiling: tuple[tuple[int, int, float, int], np.ndarray, np.ndarray, np.ndarray, float] | None = None
+        self._row_cache_key: tuple[int, float] | None = None
+        self._row_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ public API
     def certify(
         self, observed: ObservedCells, recommended: int, *, level: float = 0.95, eps: float = 0.01
-    ) -> PosteriorCertificate:
-        """The certificate of arm ``recommended`` (numbers for every arm; maths in the module docstring)."""
+    ) -> Certificate:
+        """The certificate of arm ``recommended`` (numbers for every arm; maths in the module docstring): its
+        probabilities are exact lattice sums, so its ``n_samples`` is ``None``."""
         observed = _check_observed(observed)
         recommended = check_arm(recommended, observed.n_arms)
         level = open_unit_interval("level", level)
@@ -211,46 +164,145 @@ class EmpiricalBayesModel:
             posterior.rows, posterior.counts, eps_steps(lattice, eps), lattice.binary
         )
         index = posterior.row_of_arm
-        return PosteriorCertificate(
+        return Certificate(
             arm=recommended,
             level=level,
             eps=eps,
+            n_samples=None,
             arm_mean=_read_only(mean[index]),
             arm_lower=_read_only(lower[index]),
             arm_upper=_read_only(upper[index]),
             arm_prob_best=_read_only(prob_best[index]),
             arm_prob_eps_best=_read_only(prob_eps_best[index]),
+            model="eb",
         )
 
     def prob_eps_best(self, observed: ObservedCells, arm: int, eps: float = 0.01) -> float:
-        """``P(Zbar_arm >= max_j Zbar_j - eps)``, the confidence stop's check.
+        """``P(Zbar_arm >= max_j Zbar_j - eps)`` (the prior refitted first if it is due, as by :meth:`posterior`).
 
-        Cheap bounds settle it first when they can: it is 0 when some arm's least possible mean
-        ``R_j / N`` exceeds ``arm``'s greatest ``(R_arm + m_arm) / N`` by more than ``eps``, and 1 when
-        every other arm's greatest possible mean is at most ``arm``'s least plus ``eps``.  Otherwise the
-        exact lattice sum, ``O(U X)``, about as cheap as bounds on it would be.
+        The range bounds settle it when they can (:meth:`_range_bound`); otherwise the exact lattice sum,
+        ``O(U X)``.
         """
         observed = _check_observed(observed)
         arm = check_arm(arm, observed.n_arms)
         eps = non_negative_float("eps", eps)
-        big_n = observed.n_examples
-        least = observed.score_sum / big_n
-        most = (observed.score_sum + big_n - observed.n_seen) / big_n
-        others = np.ones(observed.n_arms, dtype=bool)
-        others[arm] = False
-        if not others.any():
-            return 1.0
-        tolerance = 1e-12
-        if least[others].max() > most[arm] + eps + tolerance:
-            return 0.0
-        if most[others].max() <= least[arm] + eps - tolerance:
-            return 1.0
+        self._refit_if_due(observed)
+        settled = _range_bound(observed, arm, eps)
+        if settled is not None:
+            return settled
+        return self._exact_eps_best(observed, arm, eps)
+
+    def eps_best_reached(self, observed: ObservedCells, arm: int, eps: float, threshold: float) -> bool:
+        """Whether ``P(Zbar_arm >= max_j Zbar_j - eps) >= threshold``: the confidence stop's check.
+
+        Three steps, each exact for the decision:
+
+        1. the range bounds (:meth:`_range_bound`);
+        2. a ceiling under the prior of the last fit: the probability that ``arm`` is eps-best among
+           itself and its :data:`CEILING_RIVALS` strongest rivals only (by a cheap score), ``O(C X)``.  A
+           maximum over fewer arms is never larger, so the ceiling is at least the full probability, and a
+           ceiling below ``threshold`` answers ``False``;
+        3. otherwise :meth:`prob_eps_best` (a refit if one is due, the exact sum).
+
+        The prior is refitted first when it is due, as for every read of the posterior; the last ceiling is
+        reused while its arms, ``eps`` and the prior's fit are unchanged (0/1 scores).
+        """
+        observed = _check_observed(observed)
+        arm = check_arm(arm, observed.n_arms)
+        eps = non_negative_float("eps", eps)
+        self._refit_if_due(observed)
+        if self._cached_ceiling_below(observed, arm, eps, threshold):
+            return False
+        settled = _range_bound(observed, arm, eps)
+        if settled is not None:
+            return settled >= threshold
+        if self._ceiling(observed, arm, eps) < threshold:
+            return False
+        return self._exact_eps_best(observed, arm, eps) >= threshold
+
+    def _cached_ceiling_below(self, observed: ObservedCells, arm: int, eps: float, threshold: float) -> bool:
+        """Whether the last ceiling still holds and is below ``threshold``: same arm, eps and prior fit, and
+        none of its arms observed since.  (0/1 scores only: a continuous row's dispersion is pooled over
+        all arms, so any batch changes it.)"""
+        cached = self._last_ceiling
+        if cached is None or not observed.binary:
+            return False
+        key, arms, n_seen, score_sum, value = cached
+        if key != (id(observed), arm, eps, self._fits) or value >= threshold:
+            return False
+        same_counts = np.array_equal(observed.n_seen[arms], n_seen)
+        return bool(same_counts and np.array_equal(observed.score_sum[arms], score_sum))
+
+    def _exact_eps_best(self, observed: ObservedCells, arm: int, eps: float) -> float:
         posterior = self.posterior(observed)
         row = posterior.row_of_arm[arm]
         _, prob = win_probabilities(
             posterior.rows, posterior.counts, eps_steps(posterior.lattice, eps), posterior.lattice.binary, [row]
         )
         return float(prob[0])
+
+    def _matches(self, observed: ObservedCells) -> bool:
+        """Whether the lattice and the prior are those of ``observed``'s benchmark (examples, score kind,
+        arms' attributes)."""
+        lattice = self._lattice
+        if lattice is None or lattice.n_examples != observed.n_examples or lattice.binary != observed.binary:
+            return False
+        features = observed.features
+        if features is None or self._features is None:
+            return features is None and self._features is None
+        return features is self._features or np.array_equal(features, self._features)
+
+    def _ceiling(self, observed: ObservedCells, arm: int, eps: float) -> float:
+        """``P(arm eps-best among itself and its strongest rivals)`` under the last fit's prior (step 2 of
+        :meth:`eps_best_reached`).  The rivals are the arms least likely to trail ``arm`` by ``eps`` under a
+        normal approximation of smoothed means; any choice gives a ceiling, this one a low one."""
+        big_n = observed.n_examples
+        counts = observed.n_seen.astype(np.float64)
+        mean = (observed.score_sum + 1.0) / (counts + 2.0)
+        spread = mean * (1.0 - mean) * (1.0 - counts / big_n) / (counts + 3.0) + 1e-12
+        threat = (mean[arm] + eps - mean) / np.sqrt(spread[arm] + spread)
+        threat[arm] = np.inf
+        n_rivals = min(CEILING_RIVALS, observed.n_arms - 1)
+        rivals = np.argpartition(threat, n_rivals - 1)[:n_rivals]
+        arms = np.concatenate([[arm], rivals])
+        lattice = self._lattice
+        steps = eps_steps(lattice, eps)
+        score_sum = np.asarray(observed.score_sum[arms], dtype=np.float64)
+        n_seen = counts[arms].astype(np.int64)
+        if lattice.binary:
+            post, log_cdf = self._binary_rows(arms, score_sum, n_seen, steps)
+        else:
+            data = RowData(score_sum, n_seen, self._dispersion(observed)[arms])
+            post = lattice.posterior(lattice.log_likelihood(data), self._log_prior_rows(arms))
+            log_cdf = log_cdf_at_eps(post, steps, binary=False)
+        ceiling = eps_best_against(post[0], log_cdf[1:])
+        self._last_ceiling = ((id(observed), arm, eps, self._fits), arms, n_seen, score_sum, ceiling)
+        return ceiling
+
+    def _binary_rows(
+        self, arms: np.ndarray, score_sum: np.ndarray, n_seen: np.ndarray, steps: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``[C, X]`` posterior rows and their :func:`log_cdf_at_eps` of 0/1 ``arms`` with these data, under the
+        last fit's prior, from a cache of the rows of each ``(R, n)`` (and arm, with attributes: each arm has its
+        own prior), kept while the fit and ``eps`` are."""
+        key = (self._fits, steps)
+        if self._row_cache_key != key:
+            self._row_cache_key, self._row_cache = key, {}
+        cache = self._row_cache
+        ones = np.rint(score_sum).astype(np.int64)
+        own_prior = np.asarray(arms) if self._attributes is not None else np.zeros(len(arms), dtype=np.int64)
+        wanted = list(zip(ones.tolist(), n_seen.tolist(), own_prior.tolist(), strict=True))
+        missing = sorted(set(wanted) - cache.keys())
+        if missing:
+            lattice = self._lattice
+            new_ones, new_seen, new_arms = (np.array(column) for column in zip(*missing, strict=True))
+            data = RowData(new_ones.astype(np.float64), new_seen, np.ones(len(missing)))
+            log_prior = self._log_prior_rows(new_arms if self._attributes is not None else None)
+            post = lattice.posterior(lattice.log_likelihood(data), log_prior)
+            log_cdf = log_cdf_at_eps(post, steps, binary=True)
+            cache.update(zip(missing, zip(post, log_cdf, strict=True), strict=True))
+        rows = [cache[item] for item in wanted]
+        return np.stack([row[0] for row in rows]), np.stack([row[1] for row in rows])
 
     def recommend(self, observed: ObservedCells, kappa: float = 1.0) -> int:
         """The arm with the largest posterior mean minus ``kappa`` posterior standard deviations (lowest index
@@ -266,8 +318,9 @@ class EmpiricalBayesModel:
 
     @property
     def log_prior(self) -> np.ndarray | None:
-        """The ``[X]`` lattice log-prior of the last fit (a copy), or ``None`` before the first."""
-        return None if self._prior is None else self._prior.log_prior.copy()
+        """The lattice log-prior of the last fit (a copy; ``[K, X]`` unnormalised with attributes), or ``None``
+        before the first."""
+        return None if self._lattice is None else np.array(self._log_prior_rows())
 
     # ------------------------------------------------------------------ the posterior
     def posterior(self, observed: ObservedCells) -> ArmPosterior:
@@ -276,33 +329,65 @@ class EmpiricalBayesModel:
         data, row_of_arm, counts = self._rows(observed, lattice)
         log_lik = lattice.log_likelihood(data)  # [U, X]
         cells = int(observed.n_seen.sum())
-        due = self._cells_at_fit < 0 or cells < self._cells_at_fit
-        due = due or cells > (1.0 + self.refit_growth) * self._cells_at_fit or self.refit_growth == 0
-        if due:
-            self._refit(log_lik, data, counts)
+        if self._refit_due(cells):
+            self._refit(observed, log_lik, data, counts)
             self._cells_at_fit = cells
-        rows = lattice.posterior(log_lik, self._prior.log_prior)
+        rows = lattice.posterior(log_lik, self._log_prior_rows())
         return ArmPosterior(lattice=lattice, rows=rows, row_of_arm=row_of_arm, counts=counts, data=data)
 
+    def _refit_if_due(self, observed: ObservedCells) -> None:
+        if not self._matches(observed) or self._refit_due(int(observed.n_seen.sum())):
+            self.fit(observed)
+
+    def _refit_due(self, cells: int) -> bool:
+        """Whether the prior is to be refitted with ``cells`` observed: none yet, fewer cells than at the last fit
+        (a new run), or more than ``(1 + refit_growth)`` times as many."""
+        at_fit = self._cells_at_fit
+        return at_fit < 0 or cells < at_fit or cells > (1.0 + self.refit_growth) * at_fit or self.refit_growth == 0
+
     def fit(self, observed: ObservedCells) -> np.ndarray:
-        """Refit the prior now; returns the ``[X]`` lattice log-prior."""
+        """Refit the prior now; returns the lattice log-prior: ``[X]``, or ``[K, X]`` (unnormalised) with
+        attributes."""
         observed = _check_observed(observed)
         lattice = self._lattice_for(observed)
-        data, _, counts = self._rows(observed, lattice)
-        self._refit(lattice.log_likelihood(data), data, counts)
+        if self._attributes is not None:
+            # The attribute prior is fitted from the arms' sums and counts: no lattice likelihood needed.
+            self._refit(observed, None, None, None)
+        else:
+            data, _, counts = self._rows(observed, lattice)
+            self._refit(observed, lattice.log_likelihood(data), data, counts)
         self._cells_at_fit = int(observed.n_seen.sum())
-        return self._prior.log_prior.copy()
+        return self._log_prior_rows().copy()
 
-    def _refit(self, log_lik: np.ndarray, data: RowData, counts: np.ndarray) -> None:
-        seen = data.n_seen > 0
-        rows = log_lik[seen]
-        likelihood = np.exp(rows - rows.max(axis=1, keepdims=True))
-        self._prior.fit(likelihood, counts[seen])
+    def _refit(
+        self, observed: ObservedCells, log_lik: np.ndarray | None, data: RowData | None, counts: np.ndarray | None
+    ) -> None:
+        """Refit the prior: the attribute prior from the arms' sums and counts, the spline prior from the
+        ``[U, X]`` log-likelihood of the rows ``data`` (``counts`` arms each)."""
+        if self._attributes is not None:
+            dispersion = np.ones(observed.n_arms) if observed.binary else self._dispersion(observed)
+            self._attributes.fit(observed.score_sum, observed.n_seen, observed.n_examples, dispersion)
+        else:
+            seen = data.n_seen > 0
+            rows = log_lik[seen]
+            likelihood = np.exp(rows - rows.max(axis=1, keepdims=True))
+            self._prior.fit(likelihood, counts[seen])
+        self._fits += 1
+
+    def _log_prior_rows(self, arms: np.ndarray | None = None) -> np.ndarray:
+        """The lattice log-prior: ``[X]`` shared by exchangeable arms, ``[A, X]`` of ``arms`` (default all) with
+        attributes."""
+        if self._attributes is not None:
+            return self._attributes.log_prior_rows(self._lattice.points, arms)
+        return self._prior.log_prior
 
     def _lattice_for(self, observed: ObservedCells) -> Lattice:
         lattice = self._lattice
-        if lattice is None or lattice.n_examples != observed.n_examples or lattice.binary != observed.binary:
+        if lattice is None or not self._matches(observed):
             lattice = Lattice(observed.n_examples, observed.binary, self.continuous_points)
+            self._features = None if observed.features is None else np.array(observed.features)
+            shared = has_shared_attributes(observed.features)
+            self._attributes = AttributePrior(observed.features) if shared else None
             self._lattice = lattice
             self._prior = SplinePrior(
                 lattice.logit_points,
@@ -312,11 +397,16 @@ class EmpiricalBayesModel:
                 default_arms=self.default_arms,
             )
             self._cells_at_fit = -1
+            self._fits += 1
         return lattice
 
     def _rows(self, observed: ObservedCells, lattice: Lattice) -> tuple[RowData, np.ndarray, np.ndarray]:
-        """The rows of the posterior: 0/1 arms grouped by ``(R, n)``, continuous arms one row each."""
+        """The rows of the posterior: exchangeable 0/1 arms grouped by ``(R, n)``, other arms one row each."""
         counts_seen = observed.n_seen.astype(np.int64)
+        if lattice.binary and self._attributes is not None:
+            ones = np.rint(observed.score_sum).astype(np.float64)
+            each = np.ones(observed.n_arms)
+            return RowData(ones, counts_seen, each), np.arange(observed.n_arms), each
         if lattice.binary:
             ones = np.rint(observed.score_sum).astype(np.int64)
             key = ones * (lattice.n_examples + 1) + counts_seen
@@ -361,3 +451,25 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     array = np.array(array, dtype=np.float64)
     array.flags.writeable = False
     return array
+
+
+def _range_bound(observed: ObservedCells, arm: int, eps: float) -> float | None:
+    """``P(arm eps-best)`` when the ranges the means can take settle it, else ``None``.
+
+    It is 0 when some arm's least possible mean ``R_j / N`` exceeds ``arm``'s greatest ``(R_arm + m_arm) / N``
+    by more than ``eps``, and 1 when every other arm's greatest possible mean is at most ``arm``'s least plus
+    ``eps`` (and with one arm).
+    """
+    big_n = observed.n_examples
+    least = observed.score_sum / big_n
+    most = (observed.score_sum + big_n - observed.n_seen) / big_n
+    others = np.ones(observed.n_arms, dtype=bool)
+    others[arm] = False
+    if not others.any():
+        return 1.0
+    tolerance = 1e-12
+    if least[others].max() > most[arm] + eps + tolerance:
+        return 0.0
+    if most[others].max() <= least[arm] + eps - tolerance:
+        return 1.0
+    return None
