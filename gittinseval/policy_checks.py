@@ -3,8 +3,8 @@
 In the spirit of scikit-learn's ``check_estimator``: :func:`check_policy` runs
 every check of :data:`CHECKS` on a factory of fresh, identically configured
 policies.  The repository's test suite runs them over every
-``conf/policy/*.yaml`` and the README's example baseline; a policy of your own
-can be checked the same way::
+``conf/policy/*.yaml`` and the example baseline of docs/baselines.md; a policy of
+your own can be checked the same way::
 
     from gittinseval.policy_checks import check_policy
     check_policy(lambda: GreedyMean(batch_size=2))
@@ -215,6 +215,8 @@ CHECKS = (
     check_cancel,
     check_live_run,
 )
+"""Every check, in the order :func:`check_policy` runs them: each ``check(make, bench)`` raises an
+``AssertionError`` naming what broke."""
 
 
 def check_policy(make: PolicyFactory) -> None:

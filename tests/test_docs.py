@@ -15,6 +15,9 @@ gives it.  Then every recorded command must be
   pyproject.toml, Python on stdin that compiles and whose imports resolve, or one of
   :data:`KNOWN_COMMANDS`.
 
+A command's ``PYTHONPATH`` (a module the page writes, named by its task config or imported
+on stdin) is on Python's search path while it is checked or run.
+
 So a page cannot show an unknown config key, option, flag, script or extra, and no
 sweep is run.  The live runs of the pages against the fake server run in full, and the
 Python blocks, yaml excerpts and quoted names and paths are checked against the code.
@@ -76,6 +79,7 @@ RECORDED = ["python", "pytest", "ruff", "pip", "wandb", "ray", "make", *CONSOLE_
 RECORDER = """#!/bin/bash
 record="$DOCS_RECORD/${EPOCHREALTIME/./}-$$"
 printf '%s\\0' "${0##*/}" "$@" > "$record.argv"
+printf '%s' "${PYTHONPATH-}" > "$record.pythonpath"
 cat > "$record.stdin"
 """
 # A snippet's waits and stops are for real servers; a recorded one has exited.
@@ -86,11 +90,13 @@ SHELL_FAILURE = re.compile(r"^bash: line \d+: (.*): (No such file or directory|c
 
 @dataclass(frozen=True)
 class Command:
-    """One program call of a page: the program's name, its arguments as bash gave them, and its stdin."""
+    """One program call of a page: the program's name, its arguments as bash gave them, its stdin and the
+    folders of its ``PYTHONPATH``."""
 
     program: str
     args: tuple[str, ...]
     stdin: str
+    pythonpath: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return " ".join((self.program, *self.args))
@@ -128,9 +134,19 @@ def record_commands(page: str, folder: Path) -> list[list[Command]]:
         commands = []
         for argv in sorted(records.glob("*.argv")):
             program, *args = argv.read_bytes().decode().split("\0")[:-1]
-            commands.append(Command(program, tuple(args), argv.with_suffix(".stdin").read_text()))
+            path = tuple(entry for entry in argv.with_suffix(".pythonpath").read_text().split(":") if entry)
+            commands.append(Command(program, tuple(args), argv.with_suffix(".stdin").read_text(), path))
         snippets.append(commands)
     return snippets
+
+
+@contextmanager
+def importable(command: Command) -> Iterator[None]:
+    """The folders of the command's ``PYTHONPATH`` on ``sys.path``, as the program would have them."""
+    with pytest.MonkeyPatch.context() as patch:
+        for entry in reversed(command.pythonpath):
+            patch.syspath_prepend(entry)
+        yield
 
 
 class Parsed(Exception):
@@ -265,7 +281,8 @@ def check_python(command: Command, folder: Path) -> None:
         module = importlib.import_module(args[1])
         check_parses(command, module.main, [module.__file__, *args[2:]])
     elif args[:1] == ("-",):
-        check_imports(command.stdin, f"{command} (stdin)")
+        with importable(command):
+            check_imports(command.stdin, f"{command} (stdin)")
     elif args and args[0].startswith("scripts/"):
         script = ROOT / args[0]
         assert script.is_file(), f"{command}: no script {args[0]}"
@@ -415,7 +432,8 @@ def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_fo
         live = [c for c in commands if c.program == "gittinseval-live" and not is_export(c)]
         exports = [c for c in commands if is_export(c)]
         for command in (c for c in live if "dry_run=true" in c.args):
-            assert dry_run(live_config(command, tmp_path)).startswith("dry run of task")
+            with importable(command):
+                assert dry_run(live_config(command, tmp_path)).startswith("dry run of task")
         if not servers:
             continue
         (server_command,) = servers
@@ -426,7 +444,8 @@ def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_fo
                 cfg.task.score_fn.base_url = server.base_url
                 cfg.progress = False
                 run_dir = next((w.split("=", 1)[1] for w in command.args if w.startswith("hydra.run.dir=")), "run")
-                result = run_live(cfg, tmp_path / run_dir)
+                with importable(command):
+                    result = run_live(cfg, tmp_path / run_dir)
                 assert result.recommendation is not None, f"{command}: {result.failure}"
                 recommended = cfg.task.arms[result.recommendation.arm].model
                 assert recommended == good_model, f"{command}: recommended {recommended}; {result.ledger_line()}"

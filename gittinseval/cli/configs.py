@@ -36,16 +36,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
+from gittinseval.utils.config_dir import CONFIG_DIR
+
 __all__ = ["CONFIG_DIR", "config_groups_help", "group_options", "register_method_aliases", "search_path_dirs"]
-
-
-def _config_dir() -> Path:
-    """``conf/`` inside an installed wheel, else the repository's top-level ``conf/``."""
-    packaged = Path(__file__).resolve().parents[1] / "conf"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "conf"
-
-
-CONFIG_DIR = _config_dir()
 
 
 def register_method_aliases(config_dirs: Iterable[Path]) -> list[str]:
@@ -141,9 +134,16 @@ def _listing(search_path: tuple[str, ...], overrides: tuple[str, ...]) -> str:
     loader = GlobalHydra.instance().config_loader()
     overrides = list(overrides)
     paragraphs = []
-    for group in sorted(set(loader.list_groups("")) - {"hydra"}):
+    groups = sorted(set(loader.list_groups("")) - {"hydra"})
+    # The names' column is as wide as the longest name and a space, so a name never runs into its options.
+    column = max(map(len, groups), default=0) + 1
+    for group in groups:
         options = ", ".join(_group_options(group, overrides))
-        paragraphs.append(textwrap.fill(options, width=86, initial_indent=f"  {group:<12}", subsequent_indent=" " * 14))
+        paragraphs.append(
+            textwrap.fill(
+                options, width=86, initial_indent=f"  {group:<{column}}", subsequent_indent=" " * (column + 2)
+            )
+        )
     return "\n".join(paragraphs)
 
 

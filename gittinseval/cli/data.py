@@ -1,6 +1,6 @@
 """The ``gittinseval-data`` command: ``gittinseval-data list`` prints what data the package has
-(or ``python -m gittinseval.cli.data list``), and ``gittinseval-data quality gsm8k piqa mmlu`` draws
-the distributions of its arms' quality.
+(or ``python -m gittinseval.cli.data list``; ``list mmlu piqa``: only those benchmarks), and
+``gittinseval-data quality gsm8k piqa mmlu`` draws the distributions of its arms' quality.
 
 It sits above both the data layer and the plotting layer, which never import each other.
 """
@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from gittinseval.data import load_gsm8k, load_mmlu, load_piqa, mmlu_subjects
+from gittinseval.data.banditeval import MATRIX_SEEDS
 from gittinseval.data.catalog import catalog
 from gittinseval.results.plotting import plot_arm_quality
 from gittinseval.utils.validation import writable_folder
@@ -29,9 +30,10 @@ def write_arm_quality(families: list[str], out: str | Path) -> list[Path]:
     for family in families:
         if family in ("gsm8k", "piqa"):
             loader = load_gsm8k if family == "gsm8k" else load_piqa
-            benchmarks = [loader(seed) for seed in range(1, 6)]
+            benchmarks = [loader(seed) for seed in MATRIX_SEEDS]
             title = f"{family.upper()} arm quality per matrix seed [stand-in data]"
-            figures.append(plot_arm_quality(benchmarks, out / f"arm_quality_{family}.png", title, [None] * 5))
+            means = [None] * len(benchmarks)
+            figures.append(plot_arm_quality(benchmarks, out / f"arm_quality_{family}.png", title, means))
             continue
         if family != "mmlu":
             raise ValueError(f"unknown benchmark family {family!r}; choose from {', '.join(QUALITY_FAMILIES)}")
@@ -48,9 +50,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="gittinseval-data", description="The benchmarks bundled with GittinsEval.")
     parser.add_argument(
         "command", choices=["list", "quality"],
-        help="list: print every benchmark; quality: the arm-quality figures of the benchmark families given",
+        help="list: print the benchmarks given (default: every one); quality: the arm-quality figures of the "
+        "benchmark families given",
     )
-    parser.add_argument("families", nargs="*", help=f"for quality: any of {', '.join(QUALITY_FAMILIES)} (default: all)")
+    parser.add_argument(
+        "families",
+        nargs="*",
+        metavar="names",
+        help=f"for list: options of benchmark= (conf/benchmark/); for quality: any of {', '.join(QUALITY_FAMILIES)} "
+        "(default: all)",
+    )
     parser.add_argument(
         "--out", default="outputs/arm_quality", help="for quality: output folder (default: %(default)s)"
     )
@@ -68,7 +77,11 @@ def main(argv: list[str] | None = None) -> None:
         for figure in figures:
             print(f"wrote {figure}")
         return
-    for entry in catalog():
+    try:
+        entries = catalog(args.families or None)
+    except ValueError as error:
+        parser.exit(2, f"gittinseval-data: error: {error}\n")
+    for entry in entries:
         print(f"{entry.name}")
         print(f"  K={entry.n_arms} N={entry.n_examples} values={entry.values} data={entry.status}")
         print(f"  source: {entry.source}")

@@ -41,9 +41,19 @@ from gittinseval.data.benchmark import Benchmark, validate_matrix
 from gittinseval.data.matrix import read_matrix
 from gittinseval.data.synthesis import binary_with_row_sums
 
-__all__ = ["STAND_INS", "StandInModel", "load_gsm8k", "load_piqa", "read_banditeval_matrix", "stand_in_accuracies"]
+__all__ = [
+    "MATRIX_SEEDS",
+    "STAND_INS",
+    "StandInModel",
+    "load_gsm8k",
+    "load_piqa",
+    "read_banditeval_matrix",
+    "stand_in_accuracies",
+]
 
 N_EXAMPLES = 1000
+MATRIX_SEEDS = range(1, 6)
+"""The ``matrix_seed`` of each of the release's five matrices per benchmark."""
 ITEM_SPREAD = 1.2
 TEMPERATURES = (0.0, 0.5, 1.0)
 MAX_TOKENS = (128, 512)
@@ -223,7 +233,7 @@ def _load(name: str, matrix_seed: int, path: str | None) -> Benchmark:
             raise ValueError(f"{path}: {scores.shape[0]} rows, but {name} has {len(configs)} configurations")
         source, stand_in = f"{_SOURCE.format(name=name)} ({path})", False
     else:
-        if matrix_seed not in range(1, 6):
+        if matrix_seed not in MATRIX_SEEDS:
             raise ValueError(f"matrix_seed must be one of 1..5 (the release's five matrices), got {matrix_seed!r}")
         scores = _stand_in_scores(name, matrix_seed)
         source = f"stand-in for {_SOURCE.format(name=name)}: real configurations and prices, synthesized scores"

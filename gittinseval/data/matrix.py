@@ -14,11 +14,21 @@ import numpy as np
 from gittinseval.data.benchmark import Benchmark, validate_matrix, validate_prices
 from gittinseval.data.long_table import is_long_table, long_table_matrix
 
-__all__ = ["load_matrix", "read_costs", "read_matrix"]
+__all__ = ["COST_FORMATS", "MATRIX_FORMATS", "load_matrix", "read_costs", "read_matrix"]
 
 
 ARM_NAME_COLUMNS = ("arm", "arm_name", "name", "model", "config", "configuration")
 """Headers of a column of arm names, skipped in CSV and parquet matrices alike."""
+
+MATRIX_FORMATS = (".npy", ".npz", ".csv", ".parquet")
+"""The file formats of a response matrix (:func:`read_matrix`; a long table of cells is read as well)."""
+
+COST_FORMATS = (".npy", ".json", ".csv")
+"""The file formats of per-arm costs (:func:`read_costs`)."""
+
+
+def _one_of(formats: tuple[str, ...]) -> str:
+    return f"{', '.join(formats[:-1])} or {formats[-1]}"
 
 
 def _is_number(cell: str) -> bool:
@@ -107,7 +117,7 @@ def read_matrix(path: str | Path) -> np.ndarray:
         return _read_csv_numbers(path)
     if suffix == ".parquet":
         return _read_parquet_numbers(path)
-    raise ValueError(f"{path}: unsupported matrix format {suffix!r}; use .npy, .npz, .csv or .parquet")
+    raise ValueError(f"{path}: unsupported matrix format {suffix!r}; use {_one_of(MATRIX_FORMATS)}")
 
 
 # The first bytes of each NumPy format, its name and its writer: np.load reads any other file as a
@@ -170,7 +180,7 @@ def read_costs(path: str | Path) -> np.ndarray:
     if suffix == ".csv":
         return _read_csv_numbers(path, ".npy or .json")[:, -1]
     if suffix not in (".npy", ".json"):
-        raise ValueError(f"{path}: unsupported cost format {suffix!r}; use .npy, .json or .csv")
+        raise ValueError(f"{path}: unsupported cost format {suffix!r}; use {_one_of(COST_FORMATS)}")
     if suffix == ".npy":
         payload = _load_numpy(path, "the costs", "a .csv or .json file")
     else:

@@ -23,6 +23,9 @@ from tests.conftest import ROOT, page_block
 from tests.live.tasks.test_mockllm import right_by_the_documented_rule
 from tests.test_docs import app_overrides
 
+TASK_PAGE = "docs/adding_a_live_task.md"
+"""The task page, of the inspect examples (the offline run's certificate line is read on docs/live.md)."""
+
 
 def compose_live(*overrides):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -78,8 +81,8 @@ def test_the_inspect_task_config_builds_the_bundled_task_and_its_dry_run_needs_n
 
 
 def documented_inspect_commands():
-    """The overrides of the two gittinseval-live commands of the offline inspect example of docs/live.md."""
-    block = page_block("docs/live.md", ".venv/bin/gittinseval-live task=inspect_offline")
+    """The overrides of the two gittinseval-live commands of the offline inspect example of the task page."""
+    block = page_block(TASK_PAGE, ".venv/bin/gittinseval-live task=inspect_offline")
     lines = block.replace("\\\n", " ").splitlines()
     return [shlex.split(line)[1:] for line in lines if line.startswith(".venv/bin/gittinseval-live")]
 
@@ -95,7 +98,7 @@ def right_answers(accuracy):
 
 
 def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_path, monkeypatch):
-    """The commands of docs/live.md as written (the store and run folder moved to tmp_path): the dry run builds no
+    """The commands of the task page as written (the store and run folder moved to tmp_path): the dry run builds no
     model; the run recommends the arm whose scripted replies are best; each call is charged its samples'
     scripted usage at the prices file's prices, and each score is the scripted reply's."""
     dry, run = documented_inspect_commands()
@@ -113,7 +116,7 @@ def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_
     assert result.stop_reason == "budget" and summary["recommended_label"] == "large-terse"
     assert result.charged_as_expected == 0
     # The documented status table and certificate line are this run's (the replies and the policy are deterministic).
-    table = page_block("docs/live.md", "   arm  name           seen    mean       M   sd(V)     lcb      lo")
+    table = page_block(TASK_PAGE, "   arm  name           seen    mean       M   sd(V)     lcb      lo")
     status = (tmp_path / "run" / "status.txt").read_text().splitlines()
     assert all(line in status for line in table.splitlines())
     line = f"certificate of large-terse: {result.certificate.format()}"
@@ -140,19 +143,19 @@ def test_the_documented_inspect_example_runs_offline_and_finds_the_best_arm(tmp_
 
 
 def documented_quiz_commands(folder):
-    """The scripted-replies example of docs/live.md: its files written to ``folder`` by the page's own block (the
+    """The scripted-replies example of the task page: its files written to ``folder`` by the page's own block (the
     bundled prices file reached by its relative path, as from the repository's folder), and the overrides of its
     two gittinseval-live commands, ``--config-dir`` given as Hydra's search path."""
-    subprocess.run(["bash", "-c", page_block("docs/live.md", "mkdir -p my_quiz/conf/task")], cwd=folder, check=True)
+    subprocess.run(["bash", "-c", page_block(TASK_PAGE, "mkdir -p my_quiz/conf/task")], cwd=folder, check=True)
     (folder / "gittinseval").symlink_to(ROOT / "gittinseval")
-    block = page_block("docs/live.md", ".venv/bin/gittinseval-live --config-dir my_quiz/conf task=quiz")
+    block = page_block(TASK_PAGE, ".venv/bin/gittinseval-live --config-dir my_quiz/conf task=quiz")
     lines = block.replace("\\\n", " ").splitlines()
     commands = [shlex.split(line) for line in lines if line.startswith(".venv/bin/gittinseval-live")]
     return [app_overrides("gittinseval-live", tuple(words[1:]), folder)[0] for words in commands]
 
 
 def test_the_documented_scripted_replies_of_your_own_task_run_offline_as_scripted(tmp_path, monkeypatch):
-    """The task file, task config and commands of docs/live.md as written: the dry run builds no model and expects
+    """The task file, task config and commands of the task page as written: the dry run builds no model and expects
     the documented costs; the run recommends the documented arm; each call is charged its samples' scripted usage
     (cache tokens at the cache price) and each score is the scripted reply's, drawn or listed."""
     monkeypatch.chdir(tmp_path)
@@ -170,12 +173,12 @@ def test_the_documented_scripted_replies_of_your_own_task_run_offline_as_scripte
     assert result.stop_reason == "budget" and summary["recommended_label"] == "large-cached"
     assert result.charged_as_expected == 0
     # The documented spend and status table (the replies and the policy are deterministic).
-    page = " ".join((ROOT / "docs" / "live.md").read_text().split())
+    page = " ".join((ROOT / TASK_PAGE).read_text().split())
     assert f"The run spent ${result.spent:.5g} on {len(result.trace['step'])} calls, each charged" in page
     header = (
         "   arm  name            seen    mean       M   sd(V)     lcb      lo      hi  P(best)      guess    learned\n"
     )
-    table = page_block("docs/live.md", header + "     2  large-cached")
+    table = page_block(TASK_PAGE, header + "     2  large-cached")
     status = (tmp_path / "my_quiz" / "run" / "status.txt").read_text().splitlines()
     assert all(line in status for line in table.splitlines())
     prices = load_prices(cfg.task.prices)
