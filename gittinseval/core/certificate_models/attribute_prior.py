@@ -15,9 +15,12 @@ logit is pulled towards 0 and would bias every effect estimated from barely-seen
 The fit (EM-style backfitting, ``iterations`` sweeps): with weights ``w_k = 1 / (v_k + s_e^2)``, each
 effect is the shrunken weighted mean of its arms' residuals, ``a_d[l] = sum w_k r_k / (sum w_k + 1 / s_d^2)``,
 with posterior variance ``1 / (sum w_k + 1 / s_d^2)``; ``s_d^2`` is the mean of ``a^2`` plus that variance;
-``mu`` the weighted mean of what the effects leave; and ``s_e^2`` the EM update, the mean over observed arms
-of ``E[e_k^2 | y_k] = (c_k r_k)^2 + c_k v_k`` with ``c_k = s_e^2 / (s_e^2 + v_k)`` (``r_k`` the residual),
-floored at ``1e-5``.
+``mu`` the weighted mean of what the effects leave; and ``s_e^2`` the moment estimate
+``sum w_k^2 (r_k^2 / (1 - h_k) - v_k) / sum w_k^2`` over observed arms (``r_k`` the residual, ``h_k`` the arm's
+leverage on its own effects, ``w_k sum_d Var(a_d[g_dk])``), floored at 0, plus its standard error
+``sqrt(sum w_k^4 2 (v_k + s_e^2)^2) / sum w_k^2`` (and ``1e-5``): when the arms are seen on few examples the
+estimate is noisy, and the prior errs wide rather than at the floor.  (EM's update of ``s_e^2``
+barely moves when most arms are seen on a few examples, as in a run over 1500 configurations.)
 
 Each arm's prior (observed or not) is then ``N(m_k, s_k^2)`` restricted to the lattice, with
 ``m_k = mu + sum_d a_d[g_dk]`` and ``s_k^2 = s_e^2 + sum_d Var(a_d[g_dk])``: the interaction and the
@@ -103,10 +106,18 @@ class AttributePrior:
             fitted = mu + sum(effect[levels[:, d]] for d, effect in enumerate(effects))
             mu += float(np.average(y[seen] - fitted[seen], weights=weight[seen]))
             fitted = mu + sum(effect[levels[:, d]] for d, effect in enumerate(effects))
-            # EM for s_e^2: the mean of E[e_k^2 | y_k] = e_hat_k^2 + Var(e_k | y_k) over observed arms.
+            # A moment estimate of s_e^2: E[r_k^2] = (v_k + s_e^2)(1 - h_k), with h_k = w_k sum_d Var(a_d[g_dk]) the
+            # arm's leverage on its own effects; precise arms weigh most (EM barely moves s_e^2 when most arms are
+            # seen on a few examples).
             residual = (y - fitted)[seen]
-            share = interaction / (interaction + sampling[seen])
-            interaction = max(float(np.mean((share * residual) ** 2 + share * sampling[seen])), _SMALLEST_VARIANCE)
+            leverage = np.clip(weight[seen] * sum(var[levels[seen, d]] for d, var in enumerate(effect_var)), 0.0, 0.9)
+            squared_weight = weight[seen] ** 2
+            total = float(np.sum(squared_weight))
+            moment = float(np.sum(squared_weight * (residual**2 / (1.0 - leverage) - sampling[seen]))) / total
+            # Var(r_k^2) = 2 (v_k + s_e^2)^2 for a normal residual: the estimate's standard error, added so that
+            # a noisy estimate from imprecise arms errs wide rather than at the floor.
+            error = float(np.sqrt(np.sum(squared_weight**2 * 2.0 * (sampling[seen] + interaction) ** 2))) / total
+            interaction = max(moment, 0.0) + error + _SMALLEST_VARIANCE
         self.mean = fitted
         self.variance = interaction + sum(var[levels[:, d]] for d, var in enumerate(effect_var))
         self.effect_variances = np.array(spread)
