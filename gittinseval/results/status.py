@@ -4,8 +4,12 @@
 need that no run gives: the paper's figures and tables (for each, the runs behind it in the
 paper and the manifest reports that hold ours, or the file that holds a table of inputs), the
 reports each results page shows, and numbers the paper states, to set beside ours.  From it,
-the manifest and the stores, :func:`write_status` writes into ``docs/figures/status/``:
+the manifest, the stores and the experiments of the paper (``conf/experiment/paper/``),
+:func:`write_status` writes into ``docs/figures/status/``:
 
+- ``experiments.md``: every experiment of the paper (``paper/<name>``), the runs its store holds,
+  their run CPU-hours and data, in the order of the paper's figures (the reproduction index
+  shows it);
 - ``figures.md``: every figure and table of the paper, the runs behind it (ours and the
   paper's), the kind of data, the store and the command that regenerates it;
 - ``stores.md``: every committed store, its runs, seeds, run CPU-hours, commits, data, SE and
@@ -37,12 +41,16 @@ from gittinseval.results.panels import curve_rows, panels
 from gittinseval.results.stats import Estimate
 from gittinseval.results.tables import EMPTY, estimate_cell, markdown_table
 from gittinseval.sim.results_store import RunRow, load_rows
+from gittinseval.utils.config_dir import CONFIG_DIR
 from gittinseval.utils.text import invalid_yaml
 
-__all__ = ["PAPER_FACTS", "STATUS_DIR", "StoreFacts", "data_kind", "read_paper_facts", "write_status"]
+__all__ = ["EXPERIMENTS_DIR", "PAPER_FACTS", "STATUS_DIR", "StoreFacts", "data_kind", "read_paper_facts",
+           "write_status"]
 
 PAPER_FACTS = "paper.yaml"
 STATUS_DIR = Path("docs", "figures", "status")
+EXPERIMENTS_DIR = CONFIG_DIR / "experiment" / "paper"
+"""The experiments of the paper, one ``<name>.yaml`` each (``gittinseval -m experiment=paper/<name>``)."""
 _FACT_KEYS = {"figures", "pages", "versus_paper"}
 _FIGURE_KEYS = {"name", "page", "runs", "reports", "data", "file", "command", "note"}
 # A store with more commits than this names their number on a page's opening table; every
@@ -165,6 +173,44 @@ def _figure_cells(figure: dict, reports: dict[str, StoreReport], facts: dict[Pat
     }
 
 
+def _experiment_stores(experiments: Path) -> dict[str, str | None]:
+    """Each experiment of the paper (``paper/<name>`` for ``<experiments>/<name>.yaml``) and the file name
+    of the store its sweep adds its runs to (its ``results_store``), or ``None``."""
+    stores = {}
+    for path in sorted(experiments.glob("*.yaml")):
+        try:
+            config = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise ValueError(invalid_yaml(error, path)) from None
+        store = config.get("results_store") if isinstance(config, dict) else None
+        stores[f"paper/{path.stem}"] = Path(store).name if store else None
+    return stores
+
+
+def _experiment_cells(
+    experiments: Path, figures: list[dict], reports: dict[str, StoreReport], facts: dict[Path, StoreFacts]
+) -> list[dict[str, str]]:
+    """One row per experiment of the paper: the runs its store holds (a store of the manifest, found by its
+    file name), their run CPU-hours and data, or ``not stored``.  The rows follow the paper's figures
+    (the first figure that names a report of the store); an experiment no figure names comes last."""
+    by_file = {store.name: store_facts for store, store_facts in facts.items()}
+    rank: dict[str, int] = {}
+    for figure in figures:
+        for name in figure.get("reports", []):
+            rank.setdefault(reports[name].store.name if name in reports else f"{name}.parquet", len(rank))
+    stores = _experiment_stores(experiments)
+    rows = []
+    for name, store in sorted(stores.items(), key=lambda item: rank.get(item[1] or "", len(rank))):
+        stored = by_file.get(store) if store else None
+        rows.append({
+            "experiment": f"`{name}`",
+            "runs stored": "not stored" if stored is None else str(stored.runs),
+            "run CPU-h": EMPTY if stored is None else f"{stored.cpu_hours:.2f}",
+            "data": EMPTY if stored is None else ", ".join(stored.data),
+        })
+    return rows
+
+
 def _versus_paper_cells(rows: list[dict], percent: int, panel_rows: dict[str, dict]) -> list[dict[str, str]]:
     """One row per number of the paper: the paper's mean ± SE at ``percent`` %, ours, and ours minus the
     paper's (its SE from both: the two are independent)."""
@@ -193,10 +239,12 @@ def write_status(
     reports: list[StoreReport],
     out: str | Path = STATUS_DIR,
     runs: dict[Path, list[RunRow]] | None = None,
+    experiments: str | Path = EXPERIMENTS_DIR,
 ) -> list[Path]:
     """Write the status tables of the module docstring into ``out`` from ``<results_dir>/paper.yaml``,
-    the manifest's ``reports`` and their stores (``runs``: their rows by store, if already read);
-    nothing without a ``paper.yaml``.  Returns the files."""
+    the manifest's ``reports`` and their stores (``runs``: their rows by store, if already read) and the
+    paper's ``experiments`` (a folder of experiment configs); nothing without a ``paper.yaml``.  Returns
+    the files."""
     paper = read_paper_facts(results_dir)
     if paper is None:
         return []
@@ -208,6 +256,9 @@ def write_status(
     written = {}
 
     written["figures.md"] = markdown_table([_figure_cells(figure, by_name, facts) for figure in paper["figures"]])
+    experiment_rows = _experiment_cells(Path(experiments), paper["figures"], by_name, facts)
+    if experiment_rows:
+        written["experiments.md"] = markdown_table(experiment_rows)
     written["stores.md"] = markdown_table([
         facts[store].cells() | {"report": "<br>".join(_command(r.command()) for r in reports if r.store == store)}
         for store in facts

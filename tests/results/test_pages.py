@@ -86,12 +86,14 @@ def markdown_rows(text: str, first_column: str) -> list[dict[str, str]]:
     return rows
 
 
-def test_the_readmes_reproduction_table_is_what_the_stores_hold(regenerated):
+def test_the_reproduction_table_is_what_the_stores_hold(regenerated):
+    """Every experiment of the paper has a row, and its runs, CPU-hours and data are those of its store."""
     fresh, _, _ = regenerated
     status = (fresh / "status" / "stores.md").read_text()
     stores = {row["store"].strip("`"): row for row in markdown_rows(status, "store")}
-    readme = markdown_rows((REPOSITORY / "README.md").read_text(), "experiment")
-    experiments = {row["experiment"].strip("`").removeprefix("paper/"): row for row in readme}
+    table = markdown_rows((fresh / "status" / "experiments.md").read_text(), "experiment")
+    experiments = {row["experiment"].strip("`").removeprefix("paper/"): row for row in table}
+    assert len(experiments) == len(table)
     assert sorted(experiments) == sorted(path.stem for path in (REPOSITORY / "conf/experiment/paper").glob("*.yaml"))
     for name, row in experiments.items():
         stored = stores.get(f"docs/results/{name}.parquet")
@@ -104,3 +106,13 @@ def test_the_readmes_reproduction_table_is_what_the_stores_hold(regenerated):
     # A store of an experiment beyond the paper's (conf/experiment/<name>.yaml) is on its own results page.
     beyond = {path.stem for path in (REPOSITORY / "conf/experiment").glob("*.yaml")}
     assert {f"docs/results/{name}.parquet" for name in experiments.keys() | beyond} >= set(stores)
+
+
+def test_the_reproduction_index_shows_the_table_and_the_readme_links_to_it():
+    include = f'--8<-- "{STATUS_DIR / "experiments.md"}"'
+    assert include in (REPOSITORY / "docs/reproduction/index.md").read_text().splitlines()
+    readme = (REPOSITORY / "README.md").read_text()
+    assert "](docs/reproduction/index.md#every-experiment-of-the-paper)" in readme
+    assert "## Every experiment of the paper" in (REPOSITORY / "docs/reproduction/index.md").read_text()
+    assert not any(line.startswith("| experiment |") for line in readme.splitlines()), "the table is on the index"
+    assert len(readme.splitlines()) <= 250

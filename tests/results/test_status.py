@@ -53,7 +53,7 @@ def test_the_figures_table_counts_our_runs_against_the_papers(small_results, tmp
     results, rows = small_results
     written = write_status(results, read_manifest(results), tmp_path / "status")
     assert sorted(path.name for path in written) == [
-        "commits.md", "figures.md", "page_main.md", "stores.md", "versus_paper_check.md"
+        "commits.md", "experiments.md", "figures.md", "page_main.md", "stores.md", "versus_paper_check.md"
     ]
     a, b, c, d = _table(tmp_path / "status" / "figures.md")
     store = f"`{results / 'small.parquet'}`"
@@ -85,6 +85,29 @@ def test_a_page_opens_with_its_stores_and_commits_are_listed(small_results, tmp_
     assert [(c["commit"], c["runs"]) for c in commits] == [("`8ca6247`", str(len(rows) - 3)), ("`0123456-dirty`", "3")]
     labels = Counter(row.summary["label"] for row in rows[:3])
     assert sorted(commits[1]["methods"].split(", ")) == sorted(f"{label} {n}" for label, n in labels.items())
+
+
+def test_every_experiment_of_the_paper_has_its_stores_runs_in_the_order_of_the_figures(small_results, tmp_path):
+    results, rows = small_results
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    (experiments / "small.yaml").write_text(f"# @package _global_\nresults_store: {results / 'small.parquet'}\n")
+    (experiments / "absent.yaml").write_text("results_store: docs/results/absent.parquet\n")
+    (experiments / "another.yaml").write_text("# @package _global_\nseed: 3\n")  # no store of its own
+    write_status(results, read_manifest(results), tmp_path / "status", experiments=experiments)
+    assert _table(tmp_path / "status" / "experiments.md") == [
+        {"experiment": "`paper/small`", "runs stored": str(len(rows)), "run CPU-h": f"{len(rows) / 40:.2f}",
+         "data": "stand-in"},
+        {"experiment": "`paper/absent`", "runs stored": "not stored", "run CPU-h": "–", "data": "–"},
+        {"experiment": "`paper/another`", "runs stored": "not stored", "run CPU-h": "–", "data": "–"},
+    ]
+    (experiments / "another.yaml").write_text("results_store: [unclosed\n")
+    with pytest.raises(ValueError, match="another.yaml: not valid YAML"):
+        write_status(results, read_manifest(results), tmp_path / "status", experiments=experiments)
+    for path in experiments.iterdir():
+        path.unlink()
+    written = write_status(results, read_manifest(results), tmp_path / "none", experiments=experiments)
+    assert "experiments.md" not in {path.name for path in written}
 
 
 def test_the_papers_numbers_are_set_beside_ours(small_results, tmp_path):
