@@ -105,6 +105,8 @@ class RunSession:
         prices: ``[K]`` deployment prices, read by an objective other than ``accuracy``.
         cost_learning: how the costs are learned from the charges (``None``: the policy keeps
             ``problem.costs``).
+        attributes: ``[K, D]`` integer codes of the arms' attributes (a model, a prompt) that the certificate's
+            prior may share between siblings (``None``: ``problem.features``); the policy does not see them.
 
     Attributes:
         posterior: the posterior of the full-benchmark means (of the accuracy; see
@@ -134,6 +136,7 @@ class RunSession:
         settings: RunSettings | None = None,
         prices: ArrayLike | None = None,
         cost_learning: CostLearning | None = None,
+        attributes: ArrayLike | None = None,
     ) -> None:
         self.policy = policy
         self.problem = problem
@@ -151,7 +154,8 @@ class RunSession:
         self.posterior = FiniteBenchmarkPosterior(
             n_arms, problem.n_examples, problem.prior_mean, problem.prior_var, self.cell_var
         )
-        self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary, features=problem.features)
+        features = problem.features if attributes is None else np.asarray(attributes)
+        self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary, features=features)
         self.learned_costs: CostEstimator | None = None if cost_learning is None else cost_learning.start(problem.costs)
         certificate = self.settings.certificate
         model = certificate.model

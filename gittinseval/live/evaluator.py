@@ -154,6 +154,7 @@ class Evaluator:
                 settings=RunSettings(config.certificate, config.stop_when, self.objective),
                 prices=prices,
                 cost_learning=learning,
+                attributes=task.attributes,
             )
             self.settings = run_settings(task, prior, self.policy, config.seed, learning)
             if self.objective.name != "accuracy":

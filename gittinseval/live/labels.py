@@ -29,7 +29,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["arm_labels"]
+import numpy as np
+
+__all__ = ["arm_attributes", "arm_labels"]
 
 NAME = "name"
 _FIRST_FIELDS = ("model", "temperature", "max_tokens", "system")
@@ -139,3 +141,24 @@ def arm_labels(arms: Sequence[Any]) -> list[str]:
             raise ValueError(f"arms {seen[label]} and {index} are both labelled {label!r}; give them distinct `name:`s")
         seen[label] = index
     return [str(label) for label in labels]
+
+
+def arm_attributes(arms: Sequence[Any]) -> np.ndarray | None:
+    """``[K, D]`` integer codes of the fields that arm mappings share, for the certificate's prior; ``None`` if none.
+
+    A field counts when the arms take at least two values of it and some value is shared by two arms or more
+    (``model`` across prompts, ``system`` across models): then an arm's siblings tell about it.  ``name`` and
+    fields every arm has alike, or that tell every arm apart, do not count.  Values are compared as their JSON
+    text (an absent field is a value of its own), and coded in the order they first appear.
+    """
+    if not arms or not all(isinstance(arm, Mapping) for arm in arms):
+        return None
+    keys = sorted({key for arm in arms for key in arm if key != NAME})
+    columns = []
+    for key in keys:
+        values = [json.dumps(arm.get(key, None), sort_keys=True, default=str) if key in arm else "\0absent" for arm in arms]
+        codes: dict[str, int] = {}
+        column = [codes.setdefault(value, len(codes)) for value in values]
+        if 1 < len(codes) < len(arms):
+            columns.append(column)
+    return np.array(columns, dtype=np.int64).T if columns else None

@@ -14,7 +14,7 @@ import numpy as np
 
 from gittinseval.core.params import get_params, target_of
 from gittinseval.data import Benchmark, validate_prices
-from gittinseval.live.labels import arm_labels
+from gittinseval.live.labels import arm_attributes, arm_labels
 
 __all__ = [
     "DOLLARS",
@@ -55,9 +55,9 @@ def arm_list(arms: Any) -> list[Any]:
     return list(arms)
 
 
-def arm_labels_of_names(names: Sequence[str]) -> tuple[str, ...]:
-    """The arms' labels (:func:`~gittinseval.live.labels.arm_labels`) from their names (:func:`arm_name`), as a
-    store keeps them: a mapping arm is read back from its JSON, so a resumed run shows the same labels."""
+def arms_of_names(names: Sequence[str]) -> list[str | dict]:
+    """The arms from their names (:func:`arm_name`), as a store keeps them: a mapping arm is read back from its
+    JSON, any other name stays a string."""
     arms = []
     for name in names:
         try:
@@ -65,7 +65,13 @@ def arm_labels_of_names(names: Sequence[str]) -> tuple[str, ...]:
         except json.JSONDecodeError:
             arm = name
         arms.append(arm if isinstance(arm, str | dict) else name)
-    return tuple(arm_labels(arms))
+    return arms
+
+
+def arm_labels_of_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The arms' labels (:func:`~gittinseval.live.labels.arm_labels`) from their names (:func:`arm_name`): a
+    resumed run shows the same labels."""
+    return tuple(arm_labels(arms_of_names(names)))
 
 
 def scorer_identity(score_fn: Callable[..., Any] | None) -> dict[str, Any] | None:
@@ -157,6 +163,12 @@ class TaskDefinition:
     def __post_init__(self) -> None:
         if self.labels is None:
             object.__setattr__(self, "labels", arm_labels_of_names(self.names))
+
+    @property
+    def attributes(self) -> np.ndarray | None:
+        """``[K, D]`` codes of the settings that the arms share (:func:`~gittinseval.live.labels.arm_attributes`),
+        read from their names, so that a resumed run's certificate learns from the same siblings; ``None``."""
+        return arm_attributes(arms_of_names(self.names))
 
     @classmethod
     def of(cls, task: LiveTask) -> TaskDefinition:

@@ -120,3 +120,20 @@ def test_a_run_shows_labels_and_a_resume_shows_the_same_ones(tmp_path, capsys):
         reopened.close()
     second = evaluate(arms, list(range(40)), score_fn, 60, **run)
     assert second.summary()["recommended_label"] == "t=0 sys2" and second.spent > first.spent
+
+
+def test_arm_attributes_code_the_fields_that_siblings_share():
+    from gittinseval.live.labels import arm_attributes
+
+    arms = [
+        {"name": "a", "model": "gpt-4o-mini", "temperature": 0.0, "system": "terse"},
+        {"name": "b", "model": "gpt-4o-mini", "temperature": 0.0, "system": "steps"},
+        {"name": "c", "model": "gpt-4o", "temperature": 0.0, "system": "steps"},
+        {"name": "d", "model": "gpt-4o", "temperature": 0.0},
+    ]
+    codes = arm_attributes(arms)
+    # model and system (sorted by key) have shared levels; temperature is the same for all; name never counts.
+    np.testing.assert_array_equal(codes, [[0, 0], [0, 1], [1, 1], [1, 2]])
+    # A field that tells every arm apart gives no siblings; strings and arms without mappings give nothing.
+    assert arm_attributes([{"model": "x"}, {"model": "y"}]) is None
+    assert arm_attributes(["a", "b"]) is None and arm_attributes([]) is None
