@@ -38,6 +38,7 @@ _FIRST_FIELDS = ("model", "temperature", "max_tokens", "system")
 _SHORT_KEYS = {"temperature": "t", "max_tokens": "max", "system": "sys"}
 _MAX_SHOWN = 16
 _ABSENT = object()
+_ABSENT_TEXT = "\0absent"  # no JSON text starts with a NUL: an absent field is a value of its own
 
 
 def _short_model_names(models: list[Any]) -> dict[str, str]:
@@ -156,7 +157,7 @@ def arm_attributes(arms: Sequence[Any]) -> np.ndarray | None:
     keys = sorted({key for arm in arms for key in arm if key != NAME})
     columns = []
     for key in keys:
-        values = [json.dumps(arm.get(key, None), sort_keys=True, default=str) if key in arm else "\0absent" for arm in arms]
+        values = [json.dumps(arm[key], sort_keys=True, default=str) if key in arm else _ABSENT_TEXT for arm in arms]
         codes: dict[str, int] = {}
         column = [codes.setdefault(value, len(codes)) for value in values]
         if 1 < len(codes) < len(arms):
