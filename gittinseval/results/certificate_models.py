@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gittinseval.results.pooling import REGRET_TOLERANCE
+from gittinseval.results.pooling import benchmark_family as family_of
 from gittinseval.results.stats import Estimate
 
 __all__ = [
@@ -57,12 +59,6 @@ TARGETS = {"ece": 0.05, "coverage": (0.93, 0.98), "stop_fires": 0.25}
 """The issue's targets: ECE of each probability at most 0.05, 95 % interval coverage in [0.93, 0.98], and a
 Bayesian stop that fires in at least 25 % of runs; wrong stops at most ``delta`` + 2 SE."""
 
-_TOLERANCE = 1e-12
-
-
-def family_of(benchmark: str) -> str:
-    """The family a table pools: the benchmark name before ``/`` (``mmlu/anatomy`` -> ``mmlu``)."""
-    return benchmark.split("/")[0]
 
 
 def expected_calibration_error(stated: Sequence[float], happened: Sequence[bool], bins: int = ECE_BINS) -> float:
@@ -145,8 +141,8 @@ def calibration_rows(summaries: Sequence[dict]) -> list[CalibrationRow]:
             if model == ANYTIME:
                 covered = sum(s["anytime"]["lower"] <= s["true_mean"] <= s["anytime"]["upper"] for s in statements)
                 violated = [
-                    any(s["regret"] > s["anytime"]["certified_eps"] + _TOLERANCE for s in _statements(summary, model))
-                    for summary in runs
+                    any(s["regret"] > s["anytime"]["certified_eps"] + REGRET_TOLERANCE for s in _statements(run, model))
+                    for run in runs
                 ]
                 nan = float("nan")
                 rows.append(CalibrationRow(
@@ -154,8 +150,8 @@ def calibration_rows(summaries: Sequence[dict]) -> list[CalibrationRow]:
                     len(runs), sum(violated), statements[0]["anytime"]["delta"],
                 ))
                 continue
-            within = [s["regret"] <= eps + _TOLERANCE for s in statements]
-            best = [s["regret"] <= _TOLERANCE for s in statements]
+            within = [s["regret"] <= eps + REGRET_TOLERANCE for s in statements]
+            best = [s["regret"] <= REGRET_TOLERANCE for s in statements]
             stated_within = [s["prob_eps_best"] for s in statements]
             stated_best = [s["prob_best"] for s in statements]
             rows.append(CalibrationRow(
@@ -221,7 +217,7 @@ def stop_rows(summaries: Sequence[dict]) -> list[StopRow]:
                 model=model,
                 runs=len(records),
                 fired=len(fired),
-                wrong=sum(r["regret"] > eps + _TOLERANCE for r in fired),
+                wrong=sum(r["regret"] > eps + REGRET_TOLERANCE for r in fired),
                 cost_pct=float(np.mean([r["cost_pct"] for r in fired])) if fired else float("nan"),
                 delta=1.0 - records[0]["prob_eps_best"],
             ))

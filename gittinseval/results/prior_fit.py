@@ -16,23 +16,50 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from gittinseval.results.tables import EMPTY, benchmark_family
+from gittinseval.results.pooling import benchmark_family
 
-__all__ = ["prior_fit_cells"]
-
-
-def _spread(values: Sequence[float], spec: str) -> str:
-    """``median [min, max]`` of ``values``, each written with the format ``spec``."""
-    values = np.asarray(values, dtype=np.float64)
-    return f"{np.median(values):{spec}} [{values.min():{spec}}, {values.max():{spec}}]"
+__all__ = ["PriorFitRow", "Spread", "prior_fit_rows"]
 
 
-def prior_fit_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """The rows of the prior-fit table of the ``summaries`` whose diagnostics count prior fits
-    (GittinsEval-EB runs; none: ``[]``), one per benchmark family and cost mode."""
+@dataclass(frozen=True)
+class Spread:
+    """The ``median``, the smallest (``low``) and the largest (``high``) of a quantity over runs."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        values = np.asarray(values, dtype=np.float64)
+        return cls(float(np.median(values)), float(values.min()), float(values.max()))
+
+
+@dataclass(frozen=True)
+class PriorFitRow:
+    """One benchmark ``family`` and cost mode, over its ``runs`` GittinsEval-EB runs: the spread of the counts of
+    root-table refreshes, root tables built and prior fits; and, over the ``judged`` runs that record a
+    population of unequal arms, the spread of ``mu_0 - m`` (``prior_mean_offset``) and of ``v_0 estimate / s^2``
+    (``prior_var_ratio``), ``None`` when no run is judged (the module docstring)."""
+
+    family: str
+    cost_mode: str
+    runs: int
+    judged: int
+    table_refreshes: Spread
+    tables_computed: Spread
+    prior_fits: Spread
+    prior_mean_offset: Spread | None
+    prior_var_ratio: Spread | None
+
+
+def prior_fit_rows(summaries: Sequence[dict]) -> list[PriorFitRow]:
+    """The rows of the ``summaries`` whose diagnostics count prior fits (GittinsEval-EB runs; none: ``[]``), one
+    per benchmark family and cost mode, in that order."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for summary in summaries:
         if "prior_fits" in (summary.get("diagnostics") or {}):
@@ -44,16 +71,15 @@ def prior_fit_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
         judged = [summary for summary in group if (summary.get("arm_population") or {}).get("var", 0) > 0]
         offsets = [s["diagnostics"]["final_prior_mean"] - s["arm_population"]["mean"] for s in judged]
         ratios = [s["diagnostics"]["final_prior_var_estimate"] / s["arm_population"]["var"] for s in judged]
-        rows.append({
-            "benchmark": family,
-            "cost": cost_mode,
-            "EB runs": str(len(group)),
-            "table refreshes": _spread([d["table_refreshes"] for d in diagnostics], "g"),
-            "tables built": _spread([d["tables_computed"] for d in diagnostics], "g"),
-            "prior fits": _spread([d["prior_fits"] for d in diagnostics], "g"),
-            "final μ₀ − mean of arm means": _spread(offsets, "+.3f") if judged else EMPTY,
-            "final v₀ estimate / variance of arm means": _spread(ratios, ".2f") if judged else EMPTY,
-        })
-        if 0 < len(judged) < len(group):
-            rows[-1]["EB runs"] += f" ({len(judged)} judged)"
+        rows.append(PriorFitRow(
+            family=family,
+            cost_mode=cost_mode,
+            runs=len(group),
+            judged=len(judged),
+            table_refreshes=Spread.of([d["table_refreshes"] for d in diagnostics]),
+            tables_computed=Spread.of([d["tables_computed"] for d in diagnostics]),
+            prior_fits=Spread.of([d["prior_fits"] for d in diagnostics]),
+            prior_mean_offset=Spread.of(offsets) if judged else None,
+            prior_var_ratio=Spread.of(ratios) if judged else None,
+        ))
     return rows

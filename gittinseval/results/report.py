@@ -49,6 +49,9 @@ include it:
 - ``prior_fit.md``, for GittinsEval-EB runs: per benchmark family and cost mode, how often
   the prior was fitted and its tables refreshed, and the final prior against the arm
   population (:mod:`gittinseval.results.prior_fit`); also at the end of ``report.md``;
+- the other tables of what the runs' summaries carry (the certificates' calibration, the
+  confidence stop, a model-comparison store's models), each computed as numbers by a module
+  of its own and registered in :data:`SUMMARY_TABLES`; also at the end of ``report.md``;
 - ``report.md``: every table, with the figures.
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
@@ -65,14 +68,15 @@ not S G.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from gittinseval.results.certificate_models import verdicts
+from gittinseval.results import calibration, certificate_models, certificates, confidence_stop, prior_fit, spend
 from gittinseval.results.curves import aggregate_group
 from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
-from gittinseval.results.prior_fit import prior_fit_cells
-from gittinseval.results.spend import spend_cells
 from gittinseval.results.tables import (
     Figure,
     calibration_cells,
@@ -81,21 +85,24 @@ from gittinseval.results.tables import (
     markdown_table,
     model_calibration_cells,
     model_regret_cells,
-    model_reliability_cells,
     model_stop_cells,
     overview_cells,
     overview_markdown,
     paired_cells,
+    prior_fit_cells,
     regret_cells,
     reliability_cells,
     report_markdown,
     slug,
+    spend_cells,
     stop_cells,
     timing_cells,
+    verdict_markdown,
 )
 from gittinseval.sim.results_store import RunRow, load_rows
 
-__all__ = ["FIGURES", "draw_figures", "write_markdown", "write_report"]
+__all__ = ["FIGURES", "SUMMARY_TABLES", "SummaryTable", "draw_figures", "write_markdown", "write_report",
+           "write_summary_tables"]
 
 # Which figures a report draws: every one, the benchmark families' regret figures only, the
 # wall-time figures only (a timing store), or none.
@@ -222,55 +229,63 @@ def _check_versus(versus: tuple[str, ...], tables: list[PanelTables]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class SummaryTable:
+    """A table of what the runs' summaries carry: ``rows`` reads its numbers off the summaries and ``text``
+    writes them, under the heading ``title`` at the end of ``report.md`` and alone in the file ``file``.
+    Rows that are empty (no run carries what the table needs) give no table.
+
+    With ``keyed``, ``rows`` gives one table per key (a family, or a family and a model): the ``{}`` of
+    ``title`` take the key's parts, those of ``file`` the parts as :func:`slug` writes them."""
+
+    title: str
+    file: str
+    rows: Callable[[Sequence[dict]], Any]
+    text: Callable[[Any], str]
+    keyed: bool = False
+
+
+def _markdown(cells: Callable[[Any], list[dict[str, str]]]) -> Callable[[Any], str]:
+    return lambda rows: markdown_table(cells(rows))
+
+
+SUMMARY_TABLES = (
+    SummaryTable("How sure the final recommendations were", "certificate.md", certificates.certificate_rows,
+                 _markdown(certificate_cells)),
+    SummaryTable("Where the money went", "spend.md", spend.spend_rows, _markdown(spend_cells)),
+    SummaryTable("How GittinsEval-EB learned its prior", "prior_fit.md", prior_fit.prior_fit_rows,
+                 _markdown(prior_fit_cells)),
+    SummaryTable("Calibration on {}", "calibration_{}.md", calibration.calibration_rows, _markdown(calibration_cells),
+                 keyed=True),
+    SummaryTable("Stated against observed on {}", "reliability_{}.md", calibration.reliability_rows,
+                 _markdown(reliability_cells), keyed=True),
+    SummaryTable("The confidence stop", "confidence_stop.md", confidence_stop.confidence_stop_rows,
+                 _markdown(confidence_stop_cells)),
+    # A model-comparison store (runs with model_certificates), from here on.
+    SummaryTable("Verdicts per family", "models_verdicts.md", certificate_models.verdicts, verdict_markdown),
+    SummaryTable("Calibration of each model", "models_calibration.md", certificate_models.calibration_rows,
+                 _markdown(model_calibration_cells)),
+    SummaryTable("The confidence stop under each model", "models_stops.md", certificate_models.stop_rows,
+                 _markdown(model_stop_cells)),
+    SummaryTable("Recommending by each model's posterior", "models_regret.md", certificate_models.regret_rows,
+                 _markdown(model_regret_cells)),
+    SummaryTable("Stated against observed on {}, {}", "models_reliability_{}_{}.md",
+                 calibration.model_reliability_rows, _markdown(reliability_cells), keyed=True),
+)
+"""Every summary table, in the order of ``report.md``: adding one is adding its entry."""
+
+
 def write_summary_tables(summaries: list[dict], out: Path, report: Path) -> None:
-    """The tables that runs' summaries carry, each in its file and at the end of ``report``:
-    ``certificate.md`` (runs with a certificate), ``spend.md`` (runs with their arm spend),
-    ``prior_fit.md`` (GittinsEval-EB runs), and
-    for runs with checkpoint certificates or a confidence stop ``calibration_<family>.md`` and
-    ``reliability_<family>.md`` per benchmark family and ``confidence_stop.md``."""
-    single_tables = (
-        ("How sure the final recommendations were", "certificate.md", certificate_cells),
-        ("Where the money went", "spend.md", spend_cells),
-        ("How GittinsEval-EB learned its prior", "prior_fit.md", prior_fit_cells),
-    )
-    sections = [
-        (title, name, markdown_table(found)) for title, name, cells in single_tables if (found := cells(summaries))
-    ]
-    for family, rows in calibration_cells(summaries).items():
-        sections.append((f"Calibration on {family}", f"calibration_{slug(family)}.md", markdown_table(rows)))
-    for family, rows in reliability_cells(summaries).items():
-        title = f"Stated against observed on {family}"
-        sections.append((title, f"reliability_{slug(family)}.md", markdown_table(rows)))
-    stops = confidence_stop_cells(summaries)
-    if stops:
-        sections.append(("The confidence stop", "confidence_stop.md", markdown_table(stops)))
-    sections += _model_sections(summaries)
+    """The tables of :data:`SUMMARY_TABLES` that the runs' summaries give, each in its file in ``out`` and at
+    the end of ``report``."""
+    sections = []
+    for table in SUMMARY_TABLES:
+        numbers = table.rows(summaries)
+        for key, rows in numbers.items() if table.keyed else [((), numbers)]:
+            if rows:
+                parts = key if isinstance(key, tuple) else (key,)
+                sections.append((table.title.format(*parts), table.file.format(*map(slug, parts)), table.text(rows)))
     with report.open("a") as text:
-        for title, name, table in sections:
-            (out / name).write_text(table)
-            text.write(f"\n## {title}\n\n" + table)
-
-
-def _model_sections(summaries: list[dict]) -> list[tuple[str, str, str]]:
-    """The sections of a model-comparison store (runs with ``model_certificates``): the verdicts per family
-    (``models_verdicts.md``), calibration (``models_calibration.md``), the confidence stops
-    (``models_stops.md``), the regret of each model's recommendation (``models_regret.md``) and the
-    reliability of each family and model (``models_reliability_<family>_<model>.md``)."""
-    calibration = model_calibration_cells(summaries)
-    if not calibration:
-        return []
-    verdict_text = "\n".join(f"- **{family}**: {sentence}" for family, sentence in verdicts(summaries).items()) + "\n"
-    sections = [
-        ("Verdicts per family", "models_verdicts.md", verdict_text),
-        ("Calibration of each model", "models_calibration.md", markdown_table(calibration)),
-    ]
-    stops = model_stop_cells(summaries)
-    if stops:
-        sections.append(("The confidence stop under each model", "models_stops.md", markdown_table(stops)))
-    regrets = model_regret_cells(summaries)
-    if regrets:
-        sections.append(("Recommending by each model's posterior", "models_regret.md", markdown_table(regrets)))
-    for (family, model), rows in model_reliability_cells(summaries).items():
-        title = f"Stated against observed on {family}, {model}"
-        sections.append((title, f"models_reliability_{slug(family)}_{slug(model)}.md", markdown_table(rows)))
-    return sections
+        for title, name, table_text in sections:
+            (out / name).write_text(table_text)
+            text.write(f"\n## {title}\n\n" + table_text)

@@ -16,14 +16,38 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from gittinseval.results.tables import EMPTY
-
-__all__ = ["TOP_ARMS", "spend_cells"]
+__all__ = ["TOP_ARMS", "SpendRow", "SpendShare", "spend_rows"]
 
 TOP_ARMS = 6
+
+
+@dataclass(frozen=True)
+class SpendShare:
+    """The mean share of the spend on a group of arms over the ``runs`` runs that have one (``nan``: none)."""
+
+    mean: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    """One benchmark, cost mode and ``curve`` (label and cost plan) of ``runs`` runs: the mean share of their
+    spend up to ``percent`` % of the exhaustive cost on the arms guessed ``cheap``, on those guessed ``dear``,
+    and on the ``top`` ``best`` arms (the module docstring)."""
+
+    benchmark: str
+    cost_mode: str
+    curve: str
+    runs: int
+    percent: int
+    top: int
+    cheap: SpendShare
+    dear: SpendShare
+    best: SpendShare
 
 
 def _misguessed_arms(summaries: Sequence[dict]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
@@ -48,12 +72,18 @@ def _share(spend: np.ndarray, group: np.ndarray | None) -> float:
     return np.nan if group is None or total <= 0 else float(spend[group].sum() / total)
 
 
-def spend_cells(summaries: Sequence[dict], percent: int = 10, top: int = TOP_ARMS) -> list[dict[str, str]]:
-    """The rows of the spend-share table of the ``summaries`` that have ``arm_spend`` (none: ``[]``).
+def _mean_share(shares: np.ndarray) -> SpendShare:
+    """The mean of the ``shares`` that are set (not ``nan``)."""
+    valid = shares[~np.isnan(shares)]
+    return SpendShare(float(valid.mean()) if valid.size else float("nan"), int(valid.size))
 
-    A row per benchmark, cost mode and curve; each share is the mean over the runs that have
-    it (a run without spend up to ``percent`` %, or whose seed has no misguessed plan, has
-    none), with their count beside the curve's runs when some lack it."""
+
+def spend_rows(summaries: Sequence[dict], percent: int = 10, top: int = TOP_ARMS) -> list[SpendRow]:
+    """The spend shares of the ``summaries`` that have ``arm_spend`` (none: ``[]``), one row per benchmark,
+    cost mode and curve, in that order.
+
+    Each share is the mean over the runs that have it: a run without spend up to ``percent`` %, or
+    whose seed has no misguessed plan, has none."""
     recorded = [summary for summary in summaries if summary.get("arm_spend")]
     misguessed = _misguessed_arms(recorded)
     shares: dict[tuple[str, str, str], list[list[float]]] = defaultdict(list)
@@ -67,13 +97,6 @@ def spend_cells(summaries: Sequence[dict], percent: int = 10, top: int = TOP_ARM
         shares[key].append([_share(spend, cheap), _share(spend, dear), _share(spend, best)])
     rows = []
     for (benchmark, cost_mode, curve), values in sorted(shares.items()):
-        table = np.asarray(values)
-        cells = []
-        for column in table.T:
-            valid = column[~np.isnan(column)]
-            cell = EMPTY if not valid.size else f"{valid.mean():.3f}"
-            cells.append(cell + (f" ({valid.size} runs)" if 0 < valid.size < column.size else ""))
-        rows.append({"benchmark": benchmark, "cost": cost_mode, f"share of the spend to {percent} %": curve,
-                     "guessed cheap": cells[0], "guessed dear": cells[1], f"the {top} best": cells[2],
-                     "runs": str(len(values))})
+        cheap, dear, best = (_mean_share(column) for column in np.asarray(values).T)
+        rows.append(SpendRow(benchmark, cost_mode, curve, len(values), percent, top, cheap, dear, best))
     return rows

@@ -1,20 +1,25 @@
-"""Means of runs and their standard errors, clustered by seed.
+"""Means of runs and their standard errors, clustered by seed; shares of runs and their Wilson intervals.
 
 A run's seed fixes its random draws on every benchmark of a panel (BO's initial
 design, for one, is the same configurations on every MMLU subject), so runs of one
 seed are not independent: a panel of S subjects and G seeds holds G independent
 draws, not S G.  The cluster-robust (CR1) variance of a mean allows any
 correlation within a seed.
+
+A share of runs in which something happened (:class:`Share`) is given with its Wilson
+interval (:func:`wilson_interval`), the runs taken as independent.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["Estimate", "clustered_mean_se"]
+__all__ = ["Estimate", "Share", "clustered_mean_se", "wilson_interval"]
 
 
 def clustered_mean_se(values: np.ndarray, clusters: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,3 +78,36 @@ class Estimate:
         values, seeds = zip(*measured, strict=True)
         mean, se, n_seeds = clustered_mean_se(np.asarray(values, dtype=float), seeds)
         return cls(float(mean[0]), 0.0 if len(values) == 1 else float(se[0]), len(values), int(n_seeds[0]))
+
+
+def wilson_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial share ``hits / n`` at ``level``:
+    ``(p + z^2/2n -+ z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)``, ``z = Phi^{-1}((1 + level) / 2)``.
+    Unlike ``p -+ z SE`` it is not empty at 0 or ``n`` hits (``[0, z^2 / (n + z^2)]`` at 0)."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    share, z2 = hits / n, z * z
+    centre = share + z2 / (2 * n)
+    half = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
+
+
+@dataclass(frozen=True)
+class Share:
+    """``hits`` of ``n`` runs (or statements): its ``value`` ``hits / n`` and the 95 % Wilson ``interval``
+    of it.  ``n`` may be 0 (nothing to count), which has neither."""
+
+    hits: int
+    n: int
+
+    @classmethod
+    def of(cls, happened: Sequence[bool]) -> Share:
+        """The share of ``happened`` that are true."""
+        return cls(sum(happened), len(happened))
+
+    @property
+    def value(self) -> float:
+        return self.hits / self.n
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.hits, self.n)

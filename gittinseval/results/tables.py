@@ -1,4 +1,4 @@
-"""The report's one markdown writer: the numbers of :mod:`gittinseval.results.panels` as text.
+"""The report's one markdown writer: the numbers of the panels and of the summary tables as text.
 
 Every number of the report becomes text here and nowhere else.  An estimate
 (:class:`~gittinseval.results.stats.Estimate`) is written ``mean ± SE``: its SE ``– (one seed)``
@@ -13,6 +13,16 @@ The tables are narrow, one row per curve: a panel's regret at each share of the 
 (:func:`stop_cells`, one block of rows per panel), wall times (:func:`timing_cells`, one
 column per panel) and, per share of the budget, every panel's regret side by side
 (:func:`overview_cells`, one column per curve).
+
+The summary tables, of what the runs' summaries carry beside their regret, are the rows of
+one module each: the final certificates (:mod:`~gittinseval.results.certificates`,
+:func:`certificate_cells`), their calibration (:mod:`~gittinseval.results.calibration`,
+:func:`calibration_cells` and :func:`reliability_cells`), the confidence stop
+(:mod:`~gittinseval.results.confidence_stop`), the spend (:mod:`~gittinseval.results.spend`),
+the prior fits (:mod:`~gittinseval.results.prior_fit`) and the posterior models compared
+(:mod:`~gittinseval.results.certificate_models`, the ``model_*`` cells).  A share of runs is
+written with its 95 % Wilson interval (:func:`share_cell`), a stated probability or a share
+without interval with 3 decimals.
 """
 
 from __future__ import annotations
@@ -22,20 +32,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 
 from gittinseval.results import certificate_models
+from gittinseval.results.calibration import CheckpointCalibration, ReliabilityBin
+from gittinseval.results.certificates import CertificateRow
+from gittinseval.results.confidence_stop import ConfidenceStopRow
 from gittinseval.results.panels import TABLE_PERCENTS, CurveRow, PairedRow, PanelTables, StopRow
-from gittinseval.results.stats import Estimate
+from gittinseval.results.prior_fit import PriorFitRow, Spread
+from gittinseval.results.spend import SpendRow, SpendShare
+from gittinseval.results.stats import Estimate, Share
 
 __all__ = [
-    "CALIBRATION_BINS",
-    "CHECKPOINTS",
     "EMPTY",
     "IN_DESIGN",
     "TIMING_BASELINE",
     "Figure",
-    "benchmark_family",
     "calibration_cells",
     "certificate_cells",
     "confidence_stop_cells",
@@ -43,19 +54,21 @@ __all__ = [
     "markdown_table",
     "model_calibration_cells",
     "model_regret_cells",
-    "model_reliability_cells",
     "model_stop_cells",
     "overview_cells",
     "overview_markdown",
     "paired_cells",
     "panel_markdown",
+    "prior_fit_cells",
     "regret_cells",
     "reliability_cells",
     "report_markdown",
+    "share_cell",
     "slug",
+    "spend_cells",
     "stop_cells",
     "timing_cells",
-    "wilson_interval",
+    "verdict_markdown",
 ]
 
 EMPTY = "–"
@@ -195,179 +208,148 @@ def overview_cells(tables: Sequence[PanelTables], percent: int) -> list[dict[str
     return [{column: cells.get(column, EMPTY) for column in columns} for cells in by_panel]
 
 
-def _by_benchmark_cost_and_label(summaries: Sequence[dict], field: str) -> dict[tuple[str, str, str], list[dict]]:
-    """The summaries' ``field`` values that are set, grouped by (benchmark, cost mode, curve label)."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for summary in summaries:
-        if summary.get(field) is not None:
-            groups.setdefault((summary["benchmark"], summary["cost_mode"], summary["label"]), []).append(summary[field])
-    return groups
+def share_cell(share: Share) -> str:
+    """A share and its 95 % Wilson interval: ``0.500 [0.150, 0.850]``."""
+    low, high = share.interval
+    return f"{share.value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def certificate_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """Per benchmark, cost mode and method, over its runs whose summary carries a ``certificate``: the mean
-    P(best) and P(eps-best) of the final recommendation, and the coverage of its interval (the share of
-    runs whose interval holds the recommended arm's full-benchmark mean, ``true_mean``).  No rows when no
-    run carries one (runs made before certificates)."""
-    groups = _by_benchmark_cost_and_label(summaries, "certificate")
+def _checkpoint_name(checkpoint: str) -> str:
+    return checkpoint.replace("pct", " %") if checkpoint != "stop" else "stopping signal"
+
+
+def certificate_cells(rows: Sequence[CertificateRow]) -> list[dict[str, str]]:
+    """``certificate.md``: per benchmark, cost mode and method, the mean P(best) and P(eps-best) of the final
+    recommendation and the coverage of its interval."""
+    return [
+        {
+            "benchmark": row.benchmark,
+            "cost": row.cost_mode,
+            "method": row.label,
+            "runs": str(row.runs),
+            "P(best)": f"{row.prob_best:.3f}",
+            f"P(within {row.eps:g})": f"{row.prob_eps_best:.3f}",
+            f"{100 * row.level:g}% interval covers": f"{row.covered.value:.3f}",
+        }
+        for row in rows
+    ]
+
+
+def calibration_cells(rows: Sequence[CheckpointCalibration]) -> list[dict[str, str]]:
+    """A family's ``calibration_<family>.md``: per method and checkpoint, the coverage, and each stated
+    probability's mean beside the share of runs in which its event happened, each share with its interval."""
+    return [
+        {
+            "method": row.label,
+            "at": _checkpoint_name(row.checkpoint),
+            "runs": str(row.runs),
+            f"{100 * row.level:g} % interval covers": share_cell(row.covered),
+            "P(best) stated": f"{row.prob_best:.3f}",
+            "best": share_cell(row.best),
+            f"P(within {row.eps:g}) stated": f"{row.prob_eps_best:.3f}",
+            f"within {row.eps:g}": share_cell(row.within),
+        }
+        for row in rows
+    ]
+
+
+def reliability_cells(rows: Sequence[ReliabilityBin]) -> list[dict[str, str]]:
+    """A family's ``reliability_<family>.md``: per bin of stated probability, for P(best) and P(eps-best), how
+    many statements fell in it, their mean and the share that came true (:data:`EMPTY` in an empty bin)."""
     cells = []
-    for (benchmark, cost_mode, label), certificates in sorted(groups.items()):
-        covered = [c["lower"] <= c["true_mean"] <= c["upper"] for c in certificates]
-        first = certificates[0]
-        cells.append({
-            "benchmark": benchmark,
-            "cost": cost_mode,
-            "method": label,
-            "runs": str(len(certificates)),
-            "P(best)": f"{sum(c['prob_best'] for c in certificates) / len(certificates):.3f}",
-            f"P(within {first['eps']:g})": f"{sum(c['prob_eps_best'] for c in certificates) / len(certificates):.3f}",
-            f"{100 * first['level']:g}% interval covers": f"{sum(covered) / len(covered):.3f}",
-        })
+    for row in rows:
+        cell = {"stated": f"[{row.low:g}, {row.high:g}{']' if row.closed else ')'}"}
+        for name, statements in (("P(best)", row.best), (f"P(within {row.eps:g})", row.within)):
+            some = statements.observed.n > 0
+            cell[f"{name}: n"] = str(statements.observed.n)
+            cell[f"{name}: mean stated"] = f"{statements.stated:.3f}" if some else EMPTY
+            cell[f"{name}: observed"] = share_cell(statements.observed) if some else EMPTY
+        cells.append(cell)
     return cells
 
 
-CHECKPOINTS = ("1pct", "2pct", "5pct", "10pct", "stop")
-"""The keys of a summary's ``certificates`` (``checkpoint_certificates``), in the order the tables show them."""
-
-CALIBRATION_BINS = (0.0, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0)
-"""Edges of the bins of stated probability in :func:`reliability_cells`; the last bin holds 1."""
-
-
-def benchmark_family(benchmark: str) -> str:
-    """The benchmark family a calibration table pools: the name before ``/`` (``mmlu/anatomy`` -> ``mmlu``)."""
-    return benchmark.split("/")[0]
-
-
-def wilson_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial share ``hits / n`` at ``level``:
-    ``(p + z^2/2n -+ z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)``, ``z = Phi^{-1}((1 + level) / 2)``.
-    Unlike ``p -+ z SE`` it is not empty at 0 or ``n`` hits (``[0, z^2 / (n + z^2)]`` at 0)."""
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    share, z2 = hits / n, z * z
-    centre = share + z2 / (2 * n)
-    half = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n))
-    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
-
-
-def _share_cell(hits: Sequence[bool]) -> str:
-    """The share of ``hits`` and its 95 % Wilson interval, the runs taken as independent."""
-    low, high = wilson_interval(sum(hits), len(hits))
-    return f"{sum(hits) / len(hits):.3f} [{low:.3f}, {high:.3f}]"
-
-
-def _checkpoint_certificates(summaries: Sequence[dict]) -> dict[str, list[tuple[str, str, dict]]]:
-    """Per benchmark family: (curve label, checkpoint, certificate) of every checkpoint certificate."""
-    families: dict[str, list[tuple[str, str, dict]]] = {}
-    for summary in summaries:
-        for checkpoint, certificate in (summary.get("certificates") or {}).items():
-            if certificate is not None:
-                families.setdefault(benchmark_family(summary["benchmark"]), []).append(
-                    (summary["label"], checkpoint, certificate)
-                )
-    return families
-
-
-def calibration_cells(summaries: Sequence[dict]) -> dict[str, list[dict[str, str]]]:
-    """Per benchmark family, one row per curve label and checkpoint (:data:`CHECKPOINTS`), over the runs
-    with checkpoint certificates: how often the recommended arm's credible interval held its
-    full-benchmark mean (``true_mean``), the mean stated P(best) beside the share of runs whose
-    recommendation was a best arm (regret 0), and the mean stated P(eps-best) beside the share within
-    ``eps`` (regret at most ``eps``); each share with its 95 % Wilson interval.  A calibrated
-    certificate states a mean inside the interval of its share.  Empty when no run has checkpoint certificates."""
-    tables = {}
-    for family, certificates in sorted(_checkpoint_certificates(summaries).items()):
-        groups: dict[tuple[str, str], list[dict]] = {}
-        for label, checkpoint, certificate in certificates:
-            groups.setdefault((label, checkpoint), []).append(certificate)
-        rows = []
-        for label, checkpoint in sorted(groups, key=lambda key: (key[0], CHECKPOINTS.index(key[1]))):
-            group = groups[(label, checkpoint)]
-            first = group[0]
-            eps = first["eps"]
-            rows.append({
-                "method": label,
-                "at": checkpoint.replace("pct", " %") if checkpoint != "stop" else "stopping signal",
-                "runs": str(len(group)),
-                f"{100 * first['level']:g} % interval covers": _share_cell(
-                    [c["lower"] <= c["true_mean"] <= c["upper"] for c in group]
-                ),
-                "P(best) stated": f"{sum(c['prob_best'] for c in group) / len(group):.3f}",
-                "best": _share_cell([c["regret"] == 0 for c in group]),
-                f"P(within {eps:g}) stated": f"{sum(c['prob_eps_best'] for c in group) / len(group):.3f}",
-                f"within {eps:g}": _share_cell([c["regret"] <= eps + 1e-12 for c in group]),
-            })
-        tables[family] = rows
-    return tables
-
-
-def reliability_cells(summaries: Sequence[dict]) -> dict[str, list[dict[str, str]]]:
-    """Per benchmark family, the checkpoint certificates of every curve pooled into bins of stated
-    probability (:data:`CALIBRATION_BINS`): for P(best) and for P(eps-best), how many certificates
-    stated a probability in the bin, their mean, and the share of them whose recommendation was best
-    (eps-best), with its 95 % Wilson interval.  Calibrated: the share matches the mean statement in every bin."""
-    tables = {}
-    edges = CALIBRATION_BINS
-    for family, certificates in sorted(_checkpoint_certificates(summaries).items()):
-        eps = certificates[0][2]["eps"]
-        events = {
-            "P(best)": [(c["prob_best"], c["regret"] == 0) for _, _, c in certificates],
-            f"P(within {eps:g})": [(c["prob_eps_best"], c["regret"] <= eps + 1e-12) for _, _, c in certificates],
+def confidence_stop_cells(rows: Sequence[ConfidenceStopRow]) -> list[dict[str, str]]:
+    """``confidence_stop.md``: per benchmark, cost mode and method, how often the stop fired, how early, and the
+    share of its stops not within eps against the promised δ (:data:`EMPTY` when none fired)."""
+    return [
+        {
+            "benchmark": row.benchmark,
+            "cost": row.cost_mode,
+            "method": row.label,
+            "runs": str(row.runs),
+            "fired": f"{row.fired}/{row.runs}",
+            "mean stop (% of exhaustive)": f"{row.cost_pct:.3g}" if row.fired else EMPTY,
+            f"not within {row.eps:g} (δ = {row.delta:.2g})": share_cell(row.wrong) if row.fired else EMPTY,
         }
-        rows = []
-        for low, high in zip(edges[:-1], edges[1:], strict=True):
-            last = high == edges[-1]
-            row = {"stated": f"[{low:g}, {high:g}{']' if last else ')'}"}
-            for name, pairs in events.items():
-                inside = [(p, hit) for p, hit in pairs if low <= p < high or (last and p == high)]
-                row[f"{name}: n"] = str(len(inside))
-                row[f"{name}: mean stated"] = f"{sum(p for p, _ in inside) / len(inside):.3f}" if inside else EMPTY
-                row[f"{name}: observed"] = _share_cell([hit for _, hit in inside]) if inside else EMPTY
-            rows.append(row)
-        tables[family] = rows
-    return tables
+        for row in rows
+    ]
 
 
-def confidence_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """Per benchmark, cost mode and curve label, over the runs that recorded a confidence stop: how often
-    it fired, the mean share of the exhaustive cost at which it fired, and the share of fired stops whose
-    recommendation was *not* eps-best (regret above ``eps``) with its 95 % Wilson interval, against the
-    ``delta = 1 - prob_eps_best`` the stop promises on benchmarks drawn from the prior."""
-    groups = _by_benchmark_cost_and_label(summaries, "confidence_stop")
-    rows = []
-    for (benchmark, cost_mode, label), stops in sorted(groups.items()):
-        fired = [stop for stop in stops if stop["step"] is not None]
-        first = stops[0]
-        rows.append({
-            "benchmark": benchmark,
-            "cost": cost_mode,
-            "method": label,
-            "runs": str(len(stops)),
-            "fired": f"{len(fired)}/{len(stops)}",
-            "mean stop (% of exhaustive)": f"{sum(s['cost_pct'] for s in fired) / len(fired):.3g}" if fired else EMPTY,
-            f"not within {first['eps']:g} (δ = {1 - first['prob_eps_best']:.2g})": (
-                _share_cell([stop["regret"] > first["eps"] + 1e-12 for stop in fired]) if fired else EMPTY
-            ),
-        })
-    return rows
+def _spend_cell(share: SpendShare, runs: int) -> str:
+    """A mean share, with how many runs it is over when some of the row's ``runs`` have none."""
+    cell = EMPTY if not share.runs else f"{share.mean:.3f}"
+    return cell + (f" ({share.runs} runs)" if 0 < share.runs < runs else "")
+
+
+def spend_cells(rows: Sequence[SpendRow]) -> list[dict[str, str]]:
+    """``spend.md``: per benchmark, cost mode and curve, the mean share of the spend on the arms guessed cheap,
+    those guessed dear and the best arms."""
+    return [
+        {
+            "benchmark": row.benchmark,
+            "cost": row.cost_mode,
+            f"share of the spend to {row.percent} %": row.curve,
+            "guessed cheap": _spend_cell(row.cheap, row.runs),
+            "guessed dear": _spend_cell(row.dear, row.runs),
+            f"the {row.top} best": _spend_cell(row.best, row.runs),
+            "runs": str(row.runs),
+        }
+        for row in rows
+    ]
+
+
+def _spread_cell(spread: Spread | None, spec: str) -> str:
+    """``median [min, max]``, each written with the format ``spec``."""
+    if spread is None:
+        return EMPTY
+    return f"{spread.median:{spec}} [{spread.low:{spec}}, {spread.high:{spec}}]"
+
+
+def prior_fit_cells(rows: Sequence[PriorFitRow]) -> list[dict[str, str]]:
+    """``prior_fit.md``: per benchmark family and cost mode, the counts of table refreshes, tables and prior fits
+    of its GittinsEval-EB runs, and their final prior against the arm population (how many runs were judged,
+    when not all)."""
+    return [
+        {
+            "benchmark": row.family,
+            "cost": row.cost_mode,
+            "EB runs": str(row.runs) + (f" ({row.judged} judged)" if 0 < row.judged < row.runs else ""),
+            "table refreshes": _spread_cell(row.table_refreshes, "g"),
+            "tables built": _spread_cell(row.tables_computed, "g"),
+            "prior fits": _spread_cell(row.prior_fits, "g"),
+            "final μ₀ − mean of arm means": _spread_cell(row.prior_mean_offset, "+.3f"),
+            "final v₀ estimate / variance of arm means": _spread_cell(row.prior_var_ratio, ".2f"),
+        }
+        for row in rows
+    ]
 
 
 def _number(value: float, digits: int = 3) -> str:
     return EMPTY if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def model_calibration_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """:func:`~gittinseval.results.certificate_models.calibration_rows` as text: per family and model, the
-    coverage (with its Wilson interval) and, of ``P(within eps)`` and ``P(best)``, the mean stated, the share
-    that came true and the ECE; the anytime statement's runs with a false statement instead."""
+def model_calibration_cells(rows: Sequence[certificate_models.CalibrationRow]) -> list[dict[str, str]]:
+    """``models_calibration.md``: per family and model, the coverage (with its Wilson interval) and, of
+    ``P(within eps)`` and ``P(best)``, the mean stated, the share that came true and the ECE; the anytime
+    statement's runs with a false statement instead."""
     cells = []
-    for row in certificate_models.calibration_rows(summaries):
-        low, high = wilson_interval(row.covered, row.n)
+    for row in rows:
         anytime = row.model == certificate_models.ANYTIME
         cells.append({
             "family": row.family,
             "model": row.model,
             "statements": str(row.n),
-            "interval covers": f"{row.coverage:.3f} [{low:.3f}, {high:.3f}]",
+            "interval covers": share_cell(Share(row.covered, row.n)),
             "P(within eps) stated": _number(row.within_stated),
             "came true": _number(row.within_observed),
             "ECE": _number(row.within_ece),
@@ -379,56 +361,46 @@ def model_calibration_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
     return cells
 
 
-def model_stop_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """:func:`~gittinseval.results.certificate_models.stop_rows` as text: per family and model, how often the
-    stop fired, at what mean cost, and its wrong stops per run against the promised δ (± 2 SE)."""
-    cells = []
-    for row in certificate_models.stop_rows(summaries):
-        low, high = wilson_interval(row.wrong, row.runs)
-        cells.append({
+def model_stop_cells(rows: Sequence[certificate_models.StopRow]) -> list[dict[str, str]]:
+    """``models_stops.md``: per family and model, how often the stop fired, at what mean cost, and its wrong stops
+    per run against the promised δ (± 2 SE)."""
+    return [
+        {
             "family": row.family,
             "model": row.model,
             "runs": str(row.runs),
             "fired": f"{row.fired}/{row.runs}",
             "mean stop (% of exhaustive)": EMPTY if math.isnan(row.cost_pct) else f"{row.cost_pct:.3g}",
-            "wrong stops per run": f"{row.wrong_per_run:.3f} [{low:.3f}, {high:.3f}]",
+            "wrong stops per run": share_cell(Share(row.wrong, row.runs)),
             "δ": f"{row.delta:g}",
             "within δ + 2 SE": "yes" if row.keeps_promise else "no",
-        })
-    return cells
+        }
+        for row in rows
+    ]
 
 
-def model_regret_cells(summaries: Sequence[dict]) -> list[dict[str, str]]:
-    """:func:`~gittinseval.results.certificate_models.regret_rows` as text: per family, checkpoint and model,
-    the regret of the model's LCB recommendation and its paired difference from the Gaussian surrogate's."""
+def model_regret_cells(rows: Sequence[certificate_models.RegretRow]) -> list[dict[str, str]]:
+    """``models_regret.md``: per family, checkpoint and model, the regret of the model's LCB recommendation and
+    its paired difference from the Gaussian surrogate's."""
     return [
         {
             "family": row.family,
             "at": row.checkpoint.replace("pct", " %"),
             "model": row.model,
-            "regret of its LCB choice": estimate_cell(row.regret, 4),
+            # Every run states every model, so a row's estimates are over all its runs: no (n=k) note.
+            "regret of its LCB choice": estimate_cell(row.regret, row.regret.n),
             "minus the gaussian's (paired)": (
-                EMPTY if row.versus_gaussian is None else estimate_cell(row.versus_gaussian, 4)
+                EMPTY if row.versus_gaussian is None else estimate_cell(row.versus_gaussian, row.versus_gaussian.n)
             ),
         }
-        for row in certificate_models.regret_rows(summaries)
+        for row in rows
     ]
 
 
-def model_reliability_cells(summaries: Sequence[dict]) -> dict[tuple[str, str], list[dict[str, str]]]:
-    """Per family and model (not the anytime statement), :func:`reliability_cells` of the model's checkpoint
-    statements."""
-    tables: dict[tuple[str, str], list[dict[str, str]]] = {}
-    models = sorted({model for s in summaries for model in (s.get("model_certificates") or {})})
-    for model in models:
-        restated = [
-            {**s, "certificates": s["model_certificates"][model]}
-            for s in summaries
-            if model in (s.get("model_certificates") or {})
-        ]
-        for family, rows in reliability_cells(restated).items():
-            tables[(family, model)] = rows
-    return dict(sorted(tables.items()))
+def verdict_markdown(verdicts: dict[str, str]) -> str:
+    """``models_verdicts.md``: one bullet per family, its sentence
+    (:func:`~gittinseval.results.certificate_models.verdicts`)."""
+    return "\n".join(f"- **{family}**: {sentence}" for family, sentence in verdicts.items()) + "\n"
 
 
 def markdown_table(rows: Sequence[dict[str, str]]) -> str:

@@ -1,7 +1,12 @@
 """The GittinsEval-EB prior-fit table (gittinseval/results/prior_fit.py) against values worked out by hand."""
 
-from gittinseval.results.prior_fit import prior_fit_cells
-from gittinseval.results.tables import EMPTY
+from gittinseval.results.prior_fit import prior_fit_rows
+from gittinseval.results.tables import EMPTY, prior_fit_cells
+
+
+def prior_fit_table(summaries):
+    """The prior-fit table as the report writes it: its numbers, then their text."""
+    return prior_fit_cells(prior_fit_rows(summaries))
 
 
 def eb_run(benchmark, cost, fits, refreshes, tables, mean, var_estimate, population=None):
@@ -22,7 +27,7 @@ def test_rows_pool_a_family_per_cost_mode_as_median_min_max():
         eb_run("mmlu/anatomy", "aware", 11, 5, 6, 0.55, 0.020, (0.45, 0.005)),
         {"benchmark": "mmlu/anatomy", "cost_mode": "unit", "label": "GittinsEval-G", "diagnostics": {}},
     ]
-    rows = prior_fit_cells(runs)
+    rows = prior_fit_table(runs)
     assert [(row["benchmark"], row["cost"]) for row in rows] == [("mmlu", "aware"), ("mmlu", "unit")]
     aware, unit = rows
     assert unit["EB runs"] == "3"
@@ -41,13 +46,13 @@ def test_runs_without_a_population_are_counted_but_not_judged():
         eb_run("alpacaeval", "unit", 6, 3, 4, 0.3, 0.01),  # an older store's run
         eb_run("alpacaeval", "unit", 8, 5, 6, 0.3, 0.01, (0.3, 0.0)),  # all arms equal: no ratio
     ]
-    (row,) = prior_fit_cells(runs)
+    (row,) = prior_fit_table(runs)
     assert row["EB runs"] == "3 (1 judged)"
     assert row["prior fits"] == "6 [4, 8]"
     assert row["final μ₀ − mean of arm means"] == "+0.100 [+0.100, +0.100]"
-    only_older = prior_fit_cells([eb_run("alpacaeval", "unit", 4, 1, 2, 0.3, 0.01)])
+    only_older = prior_fit_table([eb_run("alpacaeval", "unit", 4, 1, 2, 0.3, 0.01)])
     assert only_older[0]["final μ₀ − mean of arm means"] == EMPTY
 
 
 def test_no_eb_run_gives_no_table():
-    assert prior_fit_cells([{"benchmark": "gsm8k", "cost_mode": "unit", "diagnostics": {}}]) == []
+    assert prior_fit_table([{"benchmark": "gsm8k", "cost_mode": "unit", "diagnostics": {}}]) == []

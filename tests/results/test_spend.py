@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from gittinseval.results.spend import spend_cells
+from gittinseval.results.spend import spend_rows
+from gittinseval.results.tables import spend_cells
+
+
+def spend_table(summaries, **options):
+    """The spend table as the report writes it: its numbers, then their text."""
+    return spend_cells(spend_rows(summaries, **options))
 
 
 def summary(seed, spend, ratio=None, plan=None, label="GittinsEval-S", means=(0.9, 0.8, 0.7, 0.6, 0.5),
@@ -25,7 +31,7 @@ def test_each_run_is_measured_on_its_seeds_misguessed_arms_and_the_best_arms():
         summary(1, [2, 0, 0, 6, 2], [1.0] * 5, "true"),
         {"seed": 0, "label": "UCB-E"},  # no arm_spend: left out
     ]
-    rows = {row["share of the spend to 10 %"]: row for row in spend_cells(runs, top=2)}
+    rows = {row["share of the spend to 10 %"]: row for row in spend_table(runs, top=2)}
     assert list(rows) == ["GittinsEval-S, costs 5x off", "GittinsEval-S, costs true"]
     off, true = rows["GittinsEval-S, costs 5x off"], rows["GittinsEval-S, costs true"]
     # By hand: seed 0 spends 20 in all, seed 1 20; the best two arms are 0 and 1.
@@ -39,7 +45,7 @@ def test_each_run_is_measured_on_its_seeds_misguessed_arms_and_the_best_arms():
 
 
 def test_a_seed_without_a_misguessed_plan_leaves_the_guess_columns_empty():
-    (row,) = spend_cells([summary(3, [1, 1, 0, 0, 2], [1.0] * 5, "true")], top=1)
+    (row,) = spend_table([summary(3, [1, 1, 0, 0, 2], [1.0] * 5, "true")], top=1)
     assert (row["guessed cheap"], row["guessed dear"], row["the 1 best"]) == ("–", "–", "0.250")
 
 
@@ -47,7 +53,7 @@ def test_a_share_is_the_mean_over_the_runs_that_have_it_and_says_how_many():
     off = [0.2, 1.0, 5.0, 1.0, 1.0]
     runs = [summary(0, [1, 0, 0, 0, 1], off, "true"), summary(0, [0, 0, 0, 0, 0], [1.0] * 5, "true"),
             summary(1, [3, 0, 0, 0, 1], [1.0] * 5, "true")]  # seed 1: no misguessed plan; seed 0's second: no spend
-    (row,) = spend_cells(runs, top=1)
+    (row,) = spend_table(runs, top=1)
     assert row["guessed cheap"] == "0.500 (1 runs)" and row["the 1 best"] == f"{np.mean([0.5, 0.75]):.3f} (2 runs)"
     assert row["runs"] == "3"
 
@@ -55,7 +61,7 @@ def test_a_share_is_the_mean_over_the_runs_that_have_it_and_says_how_many():
 def test_benchmarks_are_kept_apart():
     runs = [summary(0, [1, 0, 0, 0, 1], [0.2, 1, 1, 1, 1], "5x off"),
             summary(0, [1, 1, 1], [1, 1, 5.0], "5x off", means=(0.1, 0.2, 0.3), benchmark="other")]
-    rows = spend_cells(runs, top=1)
+    rows = spend_table(runs, top=1)
     assert [(row["benchmark"], row["guessed cheap"], row["guessed dear"]) for row in rows] == [
         ("gsm8k_zeroeval", "0.500", "0.000"), ("other", "0.000", "0.333")]
 
@@ -63,8 +69,8 @@ def test_benchmarks_are_kept_apart():
 def test_runs_of_one_seed_that_misguess_different_arms_are_refused():
     runs = [summary(0, [1] * 5, [0.2, 1, 1, 1, 1], "a"), summary(0, [1] * 5, [1, 0.2, 1, 1, 1], "b")]
     with pytest.raises(ValueError, match="seed 0 on gsm8k_zeroeval misguess different arms"):
-        spend_cells(runs)
+        spend_table(runs)
 
 
 def test_runs_without_arm_spend_give_no_table():
-    assert spend_cells([{"seed": 0, "label": "UCB-E"}]) == []
+    assert spend_table([{"seed": 0, "label": "UCB-E"}]) == []

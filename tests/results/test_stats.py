@@ -1,9 +1,9 @@
-"""Seed-clustered means and standard errors against closed forms and a Monte Carlo."""
+"""Seed-clustered means and standard errors against closed forms and a Monte Carlo; shares of runs."""
 
 import numpy as np
 import pytest
 
-from gittinseval.results.stats import clustered_mean_se
+from gittinseval.results.stats import Share, clustered_mean_se, wilson_interval
 
 
 def test_one_value_per_seed_gives_the_plain_se():
@@ -54,3 +54,10 @@ def test_the_clustered_se_is_the_spread_of_the_mean_when_a_seed_is_shared_across
 def test_a_row_without_its_seed_is_an_error():
     with pytest.raises(ValueError, match="one cluster per row"):
         clustered_mean_se(np.zeros((3, 2)), [0, 1])
+
+
+def test_a_share_counts_what_happened_and_has_its_wilson_interval():
+    share = Share.of([True, False, True, True])
+    assert share == Share(3, 4) and share.value == 0.75
+    assert share.interval == wilson_interval(3, 4) and share.interval[0] < 0.75 < share.interval[1]
+    assert Share.of([]) == Share(0, 0)

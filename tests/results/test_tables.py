@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from gittinseval.results import tables
+from gittinseval.results.calibration import calibration_rows, reliability_rows
+from gittinseval.results.confidence_stop import confidence_stop_rows
 from gittinseval.results.panels import CurveRow, Panel, PanelTables, by_cost_mode
-from gittinseval.results.stats import Estimate
+from gittinseval.results.stats import Estimate, wilson_interval
 from gittinseval.results.tables import estimate_cell, overview_cells, overview_markdown, slug, timing_cells
 
 
@@ -103,16 +105,21 @@ def _calibration_summaries():
     ]
 
 
+def _per_family(rows, cells):
+    """Per family, its table as the report writes it: its numbers, then their text."""
+    return {family: cells(family_rows) for family, family_rows in rows.items()}
+
+
 def test_wilson_interval_matches_its_closed_form_at_the_ends_and_brackets_the_share():
     z2 = 1.959963984540054 ** 2
-    assert tables.wilson_interval(0, 10) == pytest.approx((0.0, z2 / (10 + z2)))
-    assert tables.wilson_interval(10, 10) == pytest.approx((10 / (10 + z2), 1.0))
-    low, high = tables.wilson_interval(30, 100)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, z2 / (10 + z2)))
+    assert wilson_interval(10, 10) == pytest.approx((10 / (10 + z2), 1.0))
+    low, high = wilson_interval(30, 100)
     assert low < 0.3 < high and high - low == pytest.approx(2 * 1.96 * (0.3 * 0.7 / 100) ** 0.5, rel=0.05)
 
 
 def test_calibration_cells_pool_a_family_per_method_and_checkpoint():
-    cells = tables.calibration_cells(_calibration_summaries())
+    cells = _per_family(calibration_rows(_calibration_summaries()), tables.calibration_cells)
     assert list(cells) == ["gsm8k_zeroeval", "mmlu"]
     mmlu = {row["at"]: row for row in cells["mmlu"]}
     assert list(mmlu) == ["1 %", "2 %", "10 %"]  # no certificate at 5 % or at a stop
@@ -124,11 +131,11 @@ def test_calibration_cells_pool_a_family_per_method_and_checkpoint():
     # 2 %: near (regret 0.005 <= 0.01, not best) and miss.
     assert mmlu["2 %"]["best"].startswith("0.000 [") and mmlu["2 %"]["within 0.01"].startswith("0.500 [")
     assert mmlu["10 %"]["95 % interval covers"] == "1.000 [0.342, 1.000]"
-    assert tables.calibration_cells([{"benchmark": "x", "cost_mode": "unit", "label": "L"}]) == {}
+    assert calibration_rows([{"benchmark": "x", "cost_mode": "unit", "label": "L"}]) == {}
 
 
 def test_reliability_bins_hold_each_statement_once_with_one_in_the_last_bin():
-    cells = tables.reliability_cells(_calibration_summaries())["mmlu"]
+    cells = tables.reliability_cells(reliability_rows(_calibration_summaries())["mmlu"])
     assert [row["stated"] for row in cells][-1] == "[0.95, 1]"
     counts = {row["stated"]: int(row["P(within 0.01): n"]) for row in cells}
     # Statements of P(within 0.01): 0.95 x 2 (hit at 1 % and 10 %, anatomy), 1.0 (near), 0.2 x 2 (miss), 0.95 (hit
@@ -143,7 +150,8 @@ def test_reliability_bins_hold_each_statement_once_with_one_in_the_last_bin():
 
 
 def test_confidence_stop_cells_count_fired_stops_and_their_errors():
-    rows = {row["benchmark"]: row for row in tables.confidence_stop_cells(_calibration_summaries())}
+    cells = tables.confidence_stop_cells(confidence_stop_rows(_calibration_summaries()))
+    rows = {row["benchmark"]: row for row in cells}
     assert rows["mmlu/anatomy"]["fired"] == "1/1" and rows["mmlu/virology"]["fired"] == "0/1"
     assert rows["mmlu/anatomy"]["not within 0.01 (δ = 0.05)"].startswith("1.000 [")
     assert rows["gsm8k_zeroeval"]["not within 0.01 (δ = 0.05)"].startswith("0.000 [")
