@@ -61,7 +61,7 @@ class ConfidenceStop:
     probability at least ``prob_eps_best``, so on benchmarks drawn from the prior the
     share of stops on an arm that is not eps-best is at most ``delta = 1 - prob_eps_best``,
     up to the Monte Carlo error and the surrogate's misfit (measured in
-    ``tests/core/test_certificate.py``: 5.3 % for ``delta`` = 10 %).
+    ``tests/core/test_confidence_stop.py``: 5.3 % for ``delta`` = 10 %).
 
     Most checks need no Monte Carlo: with ``D_j = Zbar_a - Zbar_j``,
     ``P(a eps-best)`` lies between the union bound ``1 - sum_{j != a} P(D_j < -eps)`` and

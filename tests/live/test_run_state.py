@@ -1,5 +1,5 @@
-"""The state a live run's events change, driven directly: open, settle, tell, cancel, hand out again, and
-its replay from a reopened store, against a real store, ledger and session (no evaluator)."""
+"""The state a live run's events change, driven directly: open, settle, tell, cancel, hand out again, against a
+real store, ledger and session (no evaluator).  Its replay from a reopened store: test_replay.py."""
 
 import numpy as np
 import pytest
@@ -8,8 +8,7 @@ from gittinseval.baselines.sysrs import SySRsPolicy
 from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.protocol import EvaluationProblem
 from gittinseval.core.session import RunSession
-from gittinseval.live.ledger import Attempt, Ledger
-from gittinseval.live.replay import replay
+from gittinseval.live.ledger import Ledger
 from gittinseval.live.run_state import RunState
 from gittinseval.live.run_store import RunStore
 
@@ -142,60 +141,3 @@ def test_a_request_handed_out_again_is_queued_once_and_leaves_the_queue_when_clo
         state.hand_out_again(first.arm)
     again = state.select()  # cancelled: the policy may ask for the same examples again
     assert again.arm == first.arm and again.examples.tolist() == first.examples.tolist()
-
-
-def test_nothing_scored_or_charged_is_lost_when_a_store_is_reopened(tmp_path):
-    """A told request, a cancelled one, a call that failed part-way and one in flight when the session ended:
-    the replayed state has every told cell observed once, every kept cell on its request, every charge
-    (the call in flight at its expected cost, as lost), and the requests not told queued, oldest first."""
-    path = tmp_path / "run.sqlite"
-    store = RunStore(path)
-    state = fresh_state(store)
-    told = issue(store, state)
-    call(state, told, reported=0.3)
-    cancelled = issue(store, state)
-    store.cancel(state.requests[cancelled.arm].id)
-    state.cancel(cancelled.arm)
-    failed = issue(store, state)
-    call(state, failed, n_scored=1, outcome="failed", reported=0.05)
-    in_flight = issue(store, state)
-    lost: Attempt = state.ledger.start(state.entry_for(in_flight))
-    spent, trace, observed = state.ledger.spent, state.trace(), state.session.observed
-    kept = dict(state.requests[failed.arm].scored)
-    store.close()  # the session ends with a call in flight
-
-    reopened = RunStore(path)
-    resumed = fresh_state(reopened)
-    replay(reopened, resumed)
-    assert [(r.arm, r.examples.tolist()) for r in resumed.outstanding] == [
-        (failed.arm, failed.examples.tolist()),
-        (in_flight.arm, in_flight.examples.tolist()),
-    ]
-    assert resumed.reissue == [failed.arm, in_flight.arm]
-    assert resumed.requests[failed.arm].scored == kept and len(kept) == 1
-    assert resumed.ledger.spent == pytest.approx(spent + lost.expected)
-    assert resumed.ledger.charged_as_expected == pytest.approx(lost.expected)
-    assert resumed.ledger.counts == {"scored": 1, "failed": 1, "lost": 1}
-    for key in ("step", "arm", "batch_size", "cost", "recommended", "stop_signal"):
-        np.testing.assert_array_equal(resumed.trace()[key], trace[key])
-    np.testing.assert_array_equal(resumed.session.observed.seen, observed.seen)
-    np.testing.assert_array_equal(resumed.session.observed.values, observed.values)
-    assert reopened.open_attempts() == []  # the lost call is settled in the store too
-
-    # Handed out again, each asks only for what it has not scored; then the policy goes on.
-    assert resumed.next_reissued().arm == failed.arm
-    assert resumed.ledger.start(resumed.entry_for(failed)).examples.tolist() == failed.examples[1:].tolist()
-    assert resumed.next_reissued().arm == in_flight.arm and resumed.next_reissued() is None
-    reopened.close()
-
-
-def test_a_replay_refuses_a_store_the_policy_does_not_select_again(tmp_path):
-    path = tmp_path / "run.sqlite"
-    store = RunStore(path)
-    state = fresh_state(store, seed=1)
-    call(state, issue(store, state))
-    store.close()
-    reopened = RunStore(path)
-    with pytest.raises(ValueError, match="replaying request 1, the policy selects arm"):
-        replay(reopened, fresh_state(reopened, GittinsPolicy(batch_size=7), seed=1))
-    reopened.close()

@@ -152,16 +152,6 @@ def test_arm_quality_marks_mean_best_and_prior(tmp_path, monkeypatch):
     assert drawn == [(0.5, "mean arm"), (0.75, "best arm"), (0.4, "prior mean")]
 
 
-def test_data_quality_command_writes_the_papers_figures(tmp_path, capsys):
-    from gittinseval.cli.data import main
-
-    main(["quality", "gsm8k", "--out", str(tmp_path)])
-    assert (tmp_path / "arm_quality_gsm8k.png").is_file() and "wrote" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as error:
-        main(["quality", "bogus", "--out", str(tmp_path)])
-    assert error.value.code == 2
-
-
 def test_plot_sweep_draws_simulated_bo_runs(tmp_path):
     from gittinseval.baselines.logei import LogEIPolicy
     from gittinseval.core.priors import GaussianPrior

@@ -16,7 +16,6 @@ from omegaconf import OmegaConf
 
 from gittinseval import RunResult
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.results.callbacks import sweep_size
 from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
 from gittinseval.sim.results_store import stored_digests
 from gittinseval.sim.sweeps import JobConfigs
@@ -76,14 +75,6 @@ def test_methods_set_policy_and_prior():
     # Every policy yaml is also a method (no alias file needed): one class + one yaml.
     for policy in (p.stem for p in (CONFIG_DIR / "policy").glob("*.yaml")):
         assert compose_config(f"method={policy}").policy == compose_config(f"policy={policy}").policy
-
-
-def test_sweep_size_counts_the_product_of_the_axes():
-    cfg = compose_config("experiment=paper/main", return_hydra_config=True)
-    OmegaConf.set_struct(cfg, False)
-    cfg.hydra.overrides.task = ["seed=range(3)", "cost=aware"]
-    # benchmark 2 x matrix seeds 5 x methods 9, with seed and cost narrowed on the command line
-    assert sweep_size(cfg) == 2 * 5 * 9 * 3 * 1
 
 
 def test_a_finished_run_of_another_config_is_never_overwritten(tmp_path):

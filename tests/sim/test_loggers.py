@@ -62,19 +62,3 @@ def test_wandb_advertises_no_weave_unless_asked(tmp_path, monkeypatch, capsys, i
     assert os.environ.get(WEAVE_SWITCH) == user_setting  # set only while the run starts
     if during_init == "true":
         assert "Weave" not in capsys.readouterr().err
-
-
-def test_the_sweep_summary_names_wandb_runs_only_if_there_are_some(tmp_path, capsys):
-    from omegaconf import OmegaConf
-
-    from gittinseval.results.callbacks import PlotSweep
-
-    benchmark = Benchmark("toy", np.random.default_rng(0).uniform(size=(4, 12)))
-    simulate(benchmark, GittinsPolicy(batch_size=4), np.ones(4), GaussianPrior(), seed=0).save(tmp_path / "seed=0")
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "results_store": None})
-    PlotSweep().on_multirun_end(config)  # a sweep with logger=none
-    assert "W&B" not in capsys.readouterr().out
-    (tmp_path / "seed=0" / "wandb" / "offline-run-1").mkdir(parents=True)
-    PlotSweep().on_multirun_end(config)
-    out = capsys.readouterr().out
-    assert "(trace.csv.gz, summary.json, W&B offline runs)" in out and "Upload the offline W&B runs" in out

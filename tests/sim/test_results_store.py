@@ -332,16 +332,3 @@ def test_a_run_is_stamped_with_the_commit_checked_out_when_it_started(tmp_path, 
     run_experiment(cfg, tmp_path / "run")
     assert git("rev-parse", "HEAD") != loaded
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["commit"] == loaded
-
-
-def test_a_sweep_whose_runs_were_all_stored_points_at_the_store(tmp_path, capsys):
-    from omegaconf import OmegaConf
-
-    from gittinseval.results.callbacks import DONE_FILE, PlotSweep
-
-    (tmp_path / DONE_FILE).write_text("1 1\n1 1\n")
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "results_store": "docs/results/x.parquet"})
-    PlotSweep().on_multirun_end(config)
-    out = capsys.readouterr().out
-    assert "Skipped 2 runs finished earlier with the same config; ran 0." in out
-    assert "No runs in the sweep folder; report the results store: gittinseval-report docs/results/x.parquet" in out

@@ -1,25 +1,10 @@
-"""The grids' lower end (gittinseval.core.roots.grid) and the refined path's stage grids
-(gittinseval.core.roots.stage_grids)."""
+"""The refined path's stage grids (gittinseval.core.roots.stage_grids)."""
 
 import numpy as np
-import pytest
 
 from gittinseval.core.roots import EmpiricalTargetChain
-from gittinseval.core.roots.grid import grid_bottom
 from gittinseval.core.roots.stage_grids import StageGrids
 from tests.core.roots.roots_reference import full_information_root
-
-
-def test_grid_bottom_is_minus_5_sd_or_the_full_information_root_below_it():
-    # EI_1(-5) = 5.35e-8: costs on both sides of 5.35e-8 sd, and far below and above it.
-    sds = np.array([0.2, 0.01, 3e-4])[:, None]
-    costs = sds * np.array([1e-12, 1e-9, 5.3e-8, 5.4e-8, 1e-6, 0.5, 2.0])
-    bottoms = grid_bottom(sds, costs)
-    assert bottoms.shape == costs.shape
-    for (row, col), bottom in np.ndenumerate(bottoms):
-        sd = sds[row, 0]
-        expected = min(-5.0 * sd, full_information_root(sd, costs[row, col]))
-        assert bottom == pytest.approx(expected, rel=0, abs=1e-13 * sd)
 
 
 def test_stage_grids_are_nested_and_hold_every_stage():

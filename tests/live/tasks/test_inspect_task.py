@@ -286,13 +286,6 @@ def test_bad_configurations_are_refused_before_any_call(tmp_path):
         asyncio.run(task.score_fn({"model": "mockllm/weak"}, task.examples[:1]))
 
 
-def test_loading_a_task_by_spec_object_or_function():
-    loaded = load_inspect_task(BUNDLED_TASK)
-    assert isinstance(loaded, Task) and loaded.name == "arithmetic"
-    assert load_inspect_task(loaded) is loaded
-    assert load_inspect_task(lambda: loaded) is loaded
-
-
 def test_concurrent_batches_run_together_in_one_eval(tmp_path, monkeypatch):
     arms = [{"model": "mockllm/strong"}, {"model": "mockllm/weak"}, {"model": "mockllm/careful"}]
     task = make_task(arms, tmp_path)
@@ -519,31 +512,6 @@ def test_a_dry_run_builds_no_model_and_a_model_inspect_cannot_build_fails_free(t
     assert failed.value.cost == 0.0 and failed.value.uncosted == 0 and "\n" not in str(failed.value)
 
 
-def test_a_task_file_runs_in_its_folder_and_names_its_task(tmp_path, monkeypatch):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    samples = [{"id": name, "input": text, "target": "0"} for name, text in zip("ab", QUESTIONS, strict=False)]
-    (folder / "data.json").write_text(json.dumps(samples))
-    (folder / "two.py").write_text(
-        "from inspect_ai import Task, task\n"
-        "from inspect_ai.dataset import json_dataset\n"
-        "from inspect_ai.scorer import match\n\n"
-        "@task\ndef first():\n    return Task(dataset=json_dataset('data.json'), scorer=match())\n\n"
-        "@task(name='renamed')\ndef second(limit=2):\n"
-        "    return Task(dataset=json_dataset('data.json')[:limit], scorer=match())\n"
-    )
-    monkeypatch.chdir(tmp_path)  # the dataset's relative path resolves in the task file's folder
-    assert [sample.id for sample in load_inspect_task("tasks/two.py@first").dataset] == ["a", "b"]
-    renamed = load_inspect_task("tasks/two.py@renamed", {"limit": 1})
-    assert renamed.name == "renamed" and [sample.id for sample in renamed.dataset] == ["a"]
-    with pytest.raises(ValueError, match=r"defines 2 tasks \(first, renamed\); name one as file.py@name"):
-        load_inspect_task("tasks/two.py")
-    with pytest.raises(ValueError, match=r"has no task 'second'; its tasks: first, renamed"):
-        load_inspect_task("tasks/two.py@second")
-    with pytest.raises(ValueError, match=r"no inspect task 'nowhere/nothing': give path/to/file.py@task_name"):
-        load_inspect_task("nowhere/nothing")
-
-
 def test_inspect_leaves_the_root_logger_as_it_was(tmp_path, monkeypatch):
     """inspect's first eval in a process sets up its logging; the run's own info lines must still show."""
     monkeypatch.setitem(inspect_logging._logHandler, "handler", None)  # as in a fresh process
@@ -688,26 +656,6 @@ def test_cache_tokens_without_a_cache_price_stop_the_run_naming_the_model_and_th
     assert failed.value.scores == [1.0, 1.0] and failed.value.uncosted == 2
 
 
-def test_a_task_file_that_fails_is_named_with_its_line(tmp_path):
-    (tmp_path / "syntax.py").write_text("from inspect_ai import task\n\ndef oops(:\n")
-    (tmp_path / "imports.py").write_text("import no_such_package_here\n")
-    (tmp_path / "raises.py").write_text(
-        "from inspect_ai import task\n\n@task\ndef quiz(n=1):\n    return 1 / 0\n"
-    )
-    with pytest.raises(ValueError, match=r"inspect task file .*syntax.py \(line 3\) failed to load: SyntaxError"):
-        load_inspect_task(str(tmp_path / "syntax.py"))
-    with pytest.raises(
-        ValueError, match=r"imports.py \(line 1\) failed to load: ModuleNotFoundError: No module named 'no_such_pa"
-    ):
-        load_inspect_task(str(tmp_path / "imports.py"))
-    with pytest.raises(
-        ValueError, match=r"inspect task 'quiz' of .*raises.py \(line 5\) failed with task_args \{\}: ZeroDivisionError"
-    ):
-        load_inspect_task(f"{tmp_path / 'raises.py'}@quiz")
-    with pytest.raises(ValueError, match=r"failed with task_args \{'m': 2\}: TypeError: .*unexpected keyword .*'m'"):
-        load_inspect_task(f"{tmp_path / 'raises.py'}@quiz", {"m": 2})
-
-
 def test_a_pilot_file_that_is_not_a_pilot_estimate_is_named(tmp_path):
     pilot_file = tmp_path / "pilot.json"
     pilot_file.write_text("{not json")
@@ -716,19 +664,3 @@ def test_a_pilot_file_that_is_not_a_pilot_estimate_is_named(tmp_path):
     pilot_file.write_text("[1, 2]")
     with pytest.raises(ValueError, match=rf"pilot_file {pilot_file} holds no pilot estimate; delete it"):
         make_task([{"model": "mockllm/strong"}], tmp_path, tokens=None, pilot_file=pilot_file)
-
-
-def test_samples_bills_are_reported_only_when_they_add_up_to_the_evals_charge():
-    """Usage inspect counted outside the samples (or an unpriced model) leaves the batch one charge, unbroken."""
-    from types import SimpleNamespace
-
-    from gittinseval.live.tasks.inspect_outcome import EvalLogReader
-
-    reader = EvalLogReader("arithmetic", None, load_prices(PRICES))
-    used = {"mockllm/strong": ModelUsage(input_tokens=40, output_tokens=6, total_tokens=46)}
-    log = SimpleNamespace(samples=[SimpleNamespace(id=i, model_usage=used, error=None) for i in (1, 2)])
-    one = per_example_dollars("mockllm/strong")
-    assert reader.usage([1, 2, 3], log, 2 * one).tokens_in == (40, 40, None)  # sample 3 never ran
-    assert reader.usage([1, 2], log, 3 * one) is None
-    log.samples[0].model_usage = {"mockllm/unpriced": ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)}
-    assert reader.usage([1, 2], log, one) is None

@@ -1,162 +1,34 @@
-"""Configuration-level BO baselines: PBGI's index equation, LogEIPC, budget, stopping, fit fallback."""
+"""The configuration-level BO policy (gittinseval.baselines.bo.policy), as PBGI, LogEI and LogEIPC run it: whole
+configurations within the budget, the initial design, the stop rules, fit failures and their fallbacks, Hydra."""
 
 import logging
-import math
 
-import mpmath
 import numpy as np
 import pytest
 import torch
-from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.exceptions.errors import ModelFittingError
 from botorch.fit import fit_gpytorch_mll
-from botorch.models import MixedSingleTaskGP
-from botorch.models.kernels.categorical import CategoricalKernel
-from botorch.models.transforms.outcome import Standardize
-from botorch.optim.closures import get_loss_closure_with_grads
-from botorch.optim.utils import get_parameters_and_bounds
-from botorch.utils.testing import MockModel, MockPosterior
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from scipy.optimize import brentq
-from scipy.stats import chisquare, norm
+from scipy.stats import chisquare
 
 import gittinseval.baselines.bo as bo
 import gittinseval.baselines.bo.policy as bo_policy
-from gittinseval.baselines.bo import (
-    CategoricalLossClosure,
-    ConfigurationBOPolicy,
-    categorical_correlation,
-    fit_mixed_gp,
-    initial_design_size,
-    mismatch_of,
-    mixed_gp,
-)
+from gittinseval.baselines.bo import ConfigurationBOPolicy, fit_mixed_gp, initial_design_size
 from gittinseval.baselines.logei import LogEIPolicy
-from gittinseval.baselines.logeipc import LogEIPCPolicy, LogExpectedImprovementPerCost
-from gittinseval.baselines.pbgi import PandoraBoxGittinsIndex, PBGIPolicy, solve_log_ei_equation
+from gittinseval.baselines.logeipc import LogEIPCPolicy
+from gittinseval.baselines.pbgi import PBGIPolicy
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem
-from gittinseval.data import Benchmark
-from gittinseval.sim.simulator import simulate
-
-POLICIES = [PBGIPolicy, LogEIPolicy, LogEIPCPolicy]
-mpmath.mp.dps = 50
-
-
-def expected_improvement_mp(mean, sigma, threshold):
-    """``E[max(f - threshold, 0)]``, ``f ~ N(mean, sigma^2)``, in 50-digit arithmetic."""
-    mean, sigma, threshold = (mpmath.mpf(float(v)) for v in (mean, sigma, threshold))
-    z = (mean - threshold) / sigma
-    return sigma * (z * mpmath.ncdf(z) + mpmath.npdf(z))
-
-
-def mock_model(mean, sigma):
-    """A model whose posterior at any ``[M, 1, D]`` input is ``N(mean, sigma^2)`` elementwise."""
-    mean = torch.as_tensor(mean, dtype=torch.float64).reshape(-1, 1, 1)
-    variance = torch.as_tensor(sigma, dtype=torch.float64).reshape(-1, 1, 1) ** 2
-    return MockModel(MockPosterior(mean=mean, variance=variance))
-
-
-@pytest.fixture(scope="module")
-def fitted_gp():
-    """A GP fitted on 12 of 30 configurations with two categorical features."""
-    rng = np.random.default_rng(0)
-    codes = np.stack(np.meshgrid(np.arange(6), np.arange(5)), -1).reshape(-1, 2)
-    truth = 0.5 + 0.1 * rng.normal(size=6)[codes[:, 0]] + 0.05 * rng.normal(size=5)[codes[:, 1]]
-    observed = rng.choice(len(codes), size=12, replace=False)
-    X = torch.as_tensor(codes, dtype=torch.float64)
-    Y = torch.as_tensor(truth[observed, None], dtype=torch.float64)
-    model = fit_mixed_gp(mixed_gp(X[observed], Y, 1e-6))
-    candidates = X[np.setdiff1d(np.arange(len(codes)), observed)].unsqueeze(-2)
-    return model, candidates, float(Y.max())
-
-
-def posterior_moments(model, candidates):
-    posterior = model.posterior(candidates)
-    return posterior.mean.reshape(-1).detach(), posterior.variance.reshape(-1).detach().sqrt()
-
-
-# --- the categorical GP's closed forms against BoTorch -----------------------------------
-
-
-def categorical_data(n_dims, n_train=40, seed=0):
-    """All ``[K, D]`` codes of a small grid (``K = 4^D``, 5 x 4 x 3 for ``D = 3``), ``n_train`` of them observed."""
-    rng = np.random.default_rng(seed)
-    sizes = (5, 4, 3)[:n_dims] if n_dims > 1 else (20,)
-    codes = np.stack(np.meshgrid(*(np.arange(size) for size in sizes), indexing="ij"), -1).reshape(-1, n_dims)
-    observed = rng.choice(len(codes), size=min(n_train, len(codes) - 5), replace=False)
-    X = torch.as_tensor(codes, dtype=torch.float64)
-    Y = torch.as_tensor(0.5 + 0.1 * rng.normal(size=(len(observed), 1)))
-    unobserved = np.setdiff1d(np.arange(len(codes)), observed)
-    return X[observed], Y, X[unobserved]
-
-
-def stock_gp(train_X, train_Y, noise_var=1e-6):
-    """BoTorch's own ``MixedSingleTaskGP`` as :func:`mixed_gp` configures it."""
-    return MixedSingleTaskGP(train_X, train_Y, cat_dims=list(range(train_X.shape[-1])),
-                             train_Yvar=torch.full_like(train_Y, noise_var), outcome_transform=Standardize(m=1))
-
-
-@pytest.mark.parametrize("n_dims", [1, 2, 3])
-def test_categorical_correlation_is_botorchs_kernel(n_dims):
-    train_X, _, candidates = categorical_data(n_dims)
-    lengthscale = torch.as_tensor(np.random.default_rng(n_dims).uniform(0.05, 5.0, n_dims))
-    kernel = CategoricalKernel(ard_num_dims=n_dims).double()
-    kernel.lengthscale = lengthscale
-    expected = kernel(train_X, candidates).to_dense().detach()
-    ours = categorical_correlation(mismatch_of(train_X, candidates), lengthscale)
-    torch.testing.assert_close(ours, expected, rtol=0, atol=1e-10)
-
-
-@pytest.mark.parametrize("n_dims", [1, 2, 3])
-def test_loss_closure_is_botorchs_loss_and_gradient(n_dims):
-    train_X, train_Y, _ = categorical_data(n_dims, seed=n_dims)
-    mll = ExactMarginalLogLikelihood((model := mixed_gp(train_X, train_Y, 1e-6)).likelihood, model).train()
-    parameters = get_parameters_and_bounds(mll, requires_grad=True)[0]
-    reference, ours = get_loss_closure_with_grads(mll, parameters=parameters), CategoricalLossClosure(mll)
-    rng = np.random.default_rng(0)
-    for _ in range(5):
-        with torch.no_grad():
-            for parameter in parameters.values():
-                parameter.copy_(torch.as_tensor(rng.normal(0.0, 2.0, size=parameter.shape)))
-        (loss, grads), (expected_loss, expected_grads) = ours(), reference()
-        torch.testing.assert_close(loss, expected_loss.detach(), rtol=0, atol=1e-10)
-        for grad, expected in zip(grads, expected_grads, strict=True):
-            torch.testing.assert_close(grad, expected, rtol=0, atol=1e-10)
-
-
-def test_loss_closure_hands_a_failed_cholesky_to_botorch(monkeypatch):
-    train_X, train_Y, _ = categorical_data(2)
-    mll = ExactMarginalLogLikelihood((model := mixed_gp(train_X, train_Y, 1e-6)).likelihood, model).train()
-    closure = CategoricalLossClosure(mll)
-    calls = []
-    monkeypatch.setattr(closure, "botorch_closure", lambda: calls.append(1) or "botorch")
-    monkeypatch.setattr(torch.linalg, "cholesky_ex", lambda a: (a, torch.tensor(1)))
-    assert closure() == "botorch" and calls == [1]
-
-
-@pytest.mark.parametrize("n_dims", [1, 2, 3])
-def test_fit_reaches_botorchs_optimum_and_posterior_is_botorchs(n_dims):
-    train_X, train_Y, candidates = categorical_data(n_dims, seed=10 + n_dims)
-    ours = fit_mixed_gp(mixed_gp(train_X, train_Y, 1e-6))
-    stock = stock_gp(train_X, train_Y)
-    fit_gpytorch_mll(ExactMarginalLogLikelihood(stock.likelihood, stock), max_attempts=1)
-    # The same optimum: the same marginal likelihood (the optimiser stops within its tolerance of it).
-    losses = []
-    for model in (ours, stock):
-        mll = ExactMarginalLogLikelihood(model.likelihood, model).train()
-        losses.append(get_loss_closure_with_grads(mll, get_parameters_and_bounds(mll, requires_grad=True)[0])()[0])
-        model.eval()
-    torch.testing.assert_close(losses[0], losses[1], rtol=1e-8, atol=0)
-    # The closed-form posterior of the fitted model against BoTorch's on the same model.
-    with torch.no_grad():
-        fast = ours.posterior(candidates.unsqueeze(-2))
-        reference = MixedSingleTaskGP.posterior(ours, candidates.unsqueeze(-2))
-    torch.testing.assert_close(fast.mean, reference.mean, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(fast.variance, reference.variance, rtol=1e-10, atol=1e-14)
+from tests.baselines.bo_reference import (
+    POLICIES,
+    expected_improvement_mp,
+    mock_model,
+    random_benchmark,
+    run,
+    stock_gp,
+)
 
 
 @pytest.mark.parametrize("policy_class", POLICIES)
@@ -180,112 +52,7 @@ def test_runs_make_the_decisions_of_botorchs_own_fit_and_posterior(policy_class,
     assert fast.summary["stop_step"] == stock.summary["stop_step"]
 
 
-# --- PBGI's index ---------------------------------------------------------------------------
-
-
-def test_index_equation_root_is_exact_over_a_wide_range_of_targets():
-    targets = torch.linspace(-60.0, 25.0, 301, dtype=torch.float64)
-    roots = solve_log_ei_equation(targets)
-    for u, t in zip(roots.tolist(), targets.tolist(), strict=True):
-        u = mpmath.mpf(u)
-        log_h = mpmath.log(u * mpmath.ncdf(u) + mpmath.npdf(u))
-        assert abs(float(log_h) - t) <= 1e-10, (t, float(log_h))
-
-
-def test_pbgi_index_solves_ei_equals_lambda_cost_on_a_fitted_gp(fitted_gp):
-    model, candidates, _ = fitted_gp
-    lam = 1e-4
-    costs = torch.as_tensor(np.random.default_rng(1).uniform(1.0, 2000.0, len(candidates)), dtype=torch.float64)
-    with torch.no_grad():
-        index = PandoraBoxGittinsIndex(model, lam, costs)(candidates)
-    mean, sigma = posterior_moments(model, candidates)
-    assert index.shape == (len(candidates),)
-    for m, s, g, c in zip(mean, sigma, index, costs, strict=True):
-        ei = expected_improvement_mp(m, s, g)
-        assert abs(float(ei / (lam * float(c))) - 1) < 1e-8
-
-
-def test_pbgi_index_decreases_in_cost(fitted_gp):
-    model, candidates, _ = fitted_gp
-    costs = torch.logspace(-2, 5, 40, dtype=torch.float64)
-    point = candidates[:1].expand(len(costs), 1, -1)
-    index = PandoraBoxGittinsIndex(model, 1e-4, costs)(point)
-    assert (index.diff() < 0).all()
-
-
-def test_pbgi_index_matches_a_scalar_root_finder_on_random_posteriors():
-    rng = np.random.default_rng(2)
-    mean, sigma = rng.uniform(0, 1, 200), np.exp(rng.uniform(np.log(1e-3), np.log(0.5), 200))
-    costs = np.exp(rng.uniform(0, np.log(1e4), 200))
-    lam = 1e-4
-    X = torch.zeros(200, 1, 1, dtype=torch.float64)
-    index = PandoraBoxGittinsIndex(mock_model(mean, sigma), lam, torch.as_tensor(costs))(X)
-    for m, s, c, g in zip(mean, sigma, costs, index.tolist(), strict=True):
-
-        def excess(threshold, m=m, s=s, c=c):
-            z = (m - threshold) / s
-            return s * (z * norm.cdf(z) + norm.pdf(z)) - lam * c
-
-        reference = brentq(excess, m - 50 * s - lam * c, m + 50 * s, xtol=1e-14, rtol=1e-14)
-        assert g == pytest.approx(reference, rel=1e-9, abs=1e-9 * s)
-
-
-def test_pbgi_with_unit_cost_is_a_constant_cost(fitted_gp):
-    model, candidates, _ = fitted_gp
-    scalar = PandoraBoxGittinsIndex(model, 1e-4)(candidates)
-    vector = PandoraBoxGittinsIndex(model, 1e-4, torch.ones(len(candidates), dtype=torch.float64))(candidates)
-    torch.testing.assert_close(scalar, vector, rtol=0, atol=0)
-
-
-def test_index_solver_and_acquisition_reject_bad_input(fitted_gp):
-    with pytest.raises(ValueError, match="float64"):
-        solve_log_ei_equation(torch.zeros(3, dtype=torch.float32))
-    with pytest.raises(ValueError, match="finite"):
-        solve_log_ei_equation(torch.tensor([0.0, math.nan], dtype=torch.float64))
-    with pytest.raises(ValueError, match="lam must be positive"):
-        PandoraBoxGittinsIndex(fitted_gp[0], 0.0)
-    with pytest.raises(ValueError, match="costs must be positive"):
-        PandoraBoxGittinsIndex(fitted_gp[0], 1e-4, torch.tensor([1.0, -1.0]))
-
-
-# --- LogEIPC --------------------------------------------------------------------------------
-
-
-def test_logeipc_is_logei_minus_log_cost(fitted_gp):
-    model, candidates, best_f = fitted_gp
-    costs = torch.as_tensor(np.random.default_rng(3).uniform(0.1, 500.0, len(candidates)), dtype=torch.float64)
-    logeipc = LogExpectedImprovementPerCost(model, best_f, costs)(candidates)
-    logei = LogExpectedImprovement(model, best_f=torch.tensor(best_f, dtype=torch.float64))(candidates)
-    torch.testing.assert_close(logeipc, logei - costs.log(), rtol=0, atol=1e-12)
-
-
-def test_logeipc_is_the_log_of_ei_per_cost_on_known_posteriors():
-    rng = np.random.default_rng(4)
-    best_f = 0.6
-    mean, sigma = rng.uniform(0.3, 0.9, 100), np.exp(rng.uniform(np.log(1e-3), np.log(0.3), 100))
-    costs = np.exp(rng.uniform(-2, 8, 100))
-    X = torch.zeros(100, 1, 1, dtype=torch.float64)
-    values = LogExpectedImprovementPerCost(mock_model(mean, sigma), best_f, torch.as_tensor(costs))(X)
-    for value, m, s, c in zip(values.tolist(), mean, sigma, costs, strict=True):
-        reference = float(mpmath.log(expected_improvement_mp(m, s, best_f) / c))
-        assert value == pytest.approx(reference, rel=1e-10, abs=1e-10)
-
-
 # --- the configuration-level protocol -------------------------------------------------------
-
-
-def random_benchmark(n_arms=40, n_examples=30, seed=0):
-    """Binary scores; each arm a distinct (model, template) pair of a 10 x 10 grid."""
-    rng = np.random.default_rng(seed)
-    means = rng.uniform(0.2, 0.8, n_arms)
-    scores = (rng.uniform(size=(n_arms, n_examples)) < means[:, None]).astype(float)
-    cells = rng.choice(100, size=n_arms, replace=False)
-    features = np.stack([cells // 10, cells % 10], axis=1)
-    return Benchmark(name="toy", scores=scores, prices=rng.choice([0.5, 1.0, 7.0], n_arms), features=features)
-
-
-def run(policy, benchmark, costs, seed=0, budget_fraction=0.1):
-    return simulate(benchmark, policy, costs, GaussianPrior(0.5, 0.04, "g"), budget_fraction=budget_fraction, seed=seed)
 
 
 @pytest.mark.parametrize(("n_arms", "expected"), [(152, 8), (1500, 75), (122, 6), (103, 5), (57, 3), (10, 1), (4, 1)])

@@ -1,4 +1,5 @@
-"""Root schedules (the public root_schedule and the chain) against closed forms and independent solvers."""
+"""Root schedules (gittinseval.core.roots: root_schedule and completed_root_table) against closed forms and
+independent solvers; the chain they are of is tested in test_chain.py."""
 
 import math
 
@@ -9,7 +10,7 @@ from scipy.optimize import brentq
 from scipy.signal import fftconvolve
 from scipy.stats import norm
 
-from gittinseval.core.roots import EmpiricalTargetChain, root_schedule
+from gittinseval.core.roots import EmpiricalTargetChain, completed_root_table, root_schedule
 from tests.core.roots.roots_reference import ei, extended_linear, normal_quadrature
 
 
@@ -35,29 +36,6 @@ def quadrature_roots(chain: EmpiricalTargetChain, cost: float, n_grid: int = 300
         roots[stage] = brentq(lambda x: continuation(x)[0], grid[0], grid[-1], xtol=1e-13)
         values = np.maximum(q, 0.0)
     return roots
-
-
-def test_chain_schedule_has_partial_last_batch():
-    chain = EmpiricalTargetChain(n_examples=43, batch_size=8, prior_var=0.04)
-    assert chain.horizon == 6
-    np.testing.assert_array_equal(chain.batch_sizes, [8, 8, 8, 8, 8, 3])
-    # v_n by direct summation of precisions.
-    seen = np.array([0, 8, 16, 24, 32, 40])
-    np.testing.assert_allclose(chain.latent_vars, 1 / (1 / 0.04 + seen / 0.25))
-
-
-def test_step_sds_of_a_tiny_chain_worked_by_hand():
-    # N = 4, B = 2, v0 = 0.04, tau^2 = 1/4: a = 1 + 0.25 / 0.16 = 2.5625,
-    # v_0 = 0.04, v_1 = 1 / (25 + 8) = 1/33,
-    # sigma_0 = 2.5625 * 0.04 / sqrt(0.04 + 0.125)   = 0.252338...,
-    # sigma_1 = 2.5625 / 33 / sqrt(1/33 + 0.125)     = 0.197042...
-    chain = EmpiricalTargetChain(4, 2, 0.04)
-    np.testing.assert_array_equal(chain.batch_sizes, [2.0, 2.0])
-    np.testing.assert_allclose(chain.latent_vars, [0.04, 1 / 33], rtol=1e-14)
-    assert chain.target_scale == pytest.approx(2.5625, rel=1e-14)
-    np.testing.assert_allclose(chain.step_sds, [0.252338, 0.197042], atol=1e-6)
-    # The steps of M add up to the prior variance of the full-row mean, v0 + tau^2 / N.
-    assert np.sum(chain.step_sds**2) == pytest.approx(0.04 + 0.25 / 4, rel=1e-12)
 
 
 @pytest.mark.parametrize("cost", [1e-5, 1e-4, 1e-3, 1e-2])
@@ -273,3 +251,16 @@ def test_tiny_costs_work_and_vanishing_costs_are_refused():
                                       abs=1e-9)
     with pytest.raises(ValueError, match="cost_per_example 1e-16 is too small to resolve"):
         root_schedule(100, 4, 0.04, 1e-16)
+
+
+def test_the_completed_table_appends_a_zero_root_for_a_finished_arm_and_is_shared():
+    costs = (1e-4, 3e-3)
+    table = completed_root_table(20, 4, 0.04, costs, 0.25, 257, True)
+    roots = root_schedule(20, 4, 0.04, np.array(costs), grid_points=257)
+    assert table.shape == (2, 6) and not table.flags.writeable
+    np.testing.assert_array_equal(table[:, :5], roots)
+    np.testing.assert_array_equal(table[:, 5], [0.0, 0.0])
+    assert completed_root_table(20, 4, 0.04, costs, 0.25, 257, True) is table  # cached per process
+    plain = completed_root_table(20, 4, 0.04, costs, 0.25, 257, False)
+    np.testing.assert_array_equal(plain[:, :5], root_schedule(20, 4, 0.04, np.array(costs), grid_points=257,
+                                                              refine=False))

@@ -1,0 +1,85 @@
+"""The sweeper of ``gittinseval -m`` (hydra_plugins.gittinseval_sweeper.skip_finished): Hydra's basic sweeper that
+launches only the jobs with a run to do, in growing batches, and counts the ones it leaves out."""
+
+import importlib
+import itertools
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
+from omegaconf import OmegaConf
+
+from gittinseval.cli.configs import CONFIG_DIR
+
+SLURM = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+
+
+@pytest.fixture(scope="module")
+def skip_finished():
+    """The sweeper's module, imported after Hydra's plugin scan (which runs every plugin module again)."""
+    Plugins.instance()
+    return importlib.import_module("hydra_plugins.gittinseval_sweeper.skip_finished")
+
+
+class FakeFinishedRuns:
+    """Jobs ``seed=<s>`` whose seed is in ``finished`` have their one run finished."""
+
+    sweep_dir = "sweep"
+
+    def __init__(self, finished):
+        self.finished = set(finished)
+
+    def check_options(self, jobs):
+        """Every option exists."""
+
+    def count(self, job):
+        return 1, int(int(job[0].split("=")[1]) in self.finished)
+
+
+def sweeper(module, n_jobs, finished, max_batch_size=50, launcher="hydra_plugins.hydra_joblib_launcher.Joblib"):
+    """The sweeper over ``seed=range(n_jobs)``, set up as Hydra would, with the jobs of ``finished`` finished."""
+    sweeper = module.SkipFinishedSweeper(max_batch_size, launch_at_once=[SLURM])
+    sweeper.config = OmegaConf.create({"hydra": {"launcher": {"_target_": launcher}}, "results_store": None})
+    sweeper.overrides = BasicSweeper.split_arguments(
+        OverridesParser.create().parse_overrides([f"seed=range({n_jobs})"]), max_batch_size
+    )
+    sweeper._finished = FakeFinishedRuns(finished)
+    return sweeper
+
+
+def launched_batches(sweeper):
+    batches = []
+    while not sweeper.is_done():
+        batches.append([int(job[0].split("=")[1]) for job in sweeper.get_job_batch()])
+    return batches
+
+
+def test_the_sweeper_launches_only_jobs_with_a_run_to_do_in_growing_batches(skip_finished, monkeypatch):
+    recorded = []
+    monkeypatch.setattr(skip_finished, "record_runs", lambda sweep_dir, runs, reused: recorded.append((runs, reused)))
+    finished = set(range(30, 1290))
+    batches = launched_batches(sweeper(skip_finished, 1400, finished))
+    assert [len(batch) for batch in batches] == [20, 40, 50, 30]  # doubling from 20 up to max_batch_size=50
+    assert sorted(itertools.chain(*batches)) == sorted(set(range(1400)) - finished)
+    assert batches[1][9:11] == [29, 1290]
+    # The skipped runs are counted in the sweep's progress, at least every thousand.
+    assert recorded == [(1000, 1000), (260, 260)]
+    assert sum(runs for runs, _ in recorded) == len(finished)
+
+
+def test_a_sweep_of_finished_runs_launches_nothing_and_a_slurm_sweep_launches_at_once(skip_finished, monkeypatch):
+    monkeypatch.setattr(skip_finished, "record_runs", lambda *args: None)
+    assert launched_batches(sweeper(skip_finished, 300, range(300))) == []
+    at_once = sweeper(skip_finished, 300, range(100, 200), launcher=SLURM)
+    assert [len(batch) for batch in launched_batches(at_once)] == [200]
+    assert [len(batch) for batch in launched_batches(sweeper(skip_finished, 300, (), max_batch_size=None))] == [300]
+
+
+def test_gittinseval_sweeps_with_the_skipping_sweeper(skip_finished):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=paper/mmlu_buckets"], return_hydra_config=True)
+    assert cfg.hydra.sweeper._target_ == f"{skip_finished.__name__}.SkipFinishedSweeper"
+    assert cfg.hydra.sweeper.max_batch_size == 1000 and SLURM in cfg.hydra.sweeper.launch_at_once
+    assert cfg.hydra.sweeper.params.seed == "range(20)"
