@@ -92,3 +92,26 @@ def _logging_as_it_was():
         logger.handlers[:] = handlers + [h for h in logger.handlers if _is_pytests(h)]
         logger.setLevel(level)
         logger.propagate, logger.disabled = propagate, disabled
+
+
+@pytest.fixture
+def hydra_choices():
+    """Compose the live config as its Hydra app does, with the app's ``hydra:`` runtime choices set (so ``store``'s
+    interpolations resolve), and leave no Hydra config behind."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from gittinseval.cli.live import LIVE_CONFIG_NAME
+    from gittinseval.utils.config_dir import CONFIG_DIR
+
+    def compose_app(*overrides):
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return cfg
+
+    yield compose_app
+    HydraConfig.instance().cfg = None

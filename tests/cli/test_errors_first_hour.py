@@ -11,15 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import open_dict
 
 from gittinseval.cli import data as data_cli
 from gittinseval.cli import report as report_cli
 from gittinseval.cli import store as store_cli
-from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.cli.live import LIVE_CONFIG_NAME
 from gittinseval.live.app import dry_run, run_live
 
 BIN = Path(sys.executable).parent
@@ -203,22 +198,6 @@ def test_a_task_smaller_than_the_default_batch_runs_in_batches_of_the_task(input
            "sets another)" in result.stdout
     with gzip.open(tmp_path / "run" / "trace.csv.gz", "rt") as trace:
         assert {row["batch_size"] for row in csv.DictReader(trace)} == {"6"}
-
-
-@pytest.fixture
-def hydra_choices():
-    """Compose as the app does, with the app's ``hydra:`` runtime choices set; reset afterwards."""
-
-    def compose_app(*overrides):
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)
-        with open_dict(cfg):
-            del cfg["hydra"]
-        return cfg
-
-    yield compose_app
-    HydraConfig.instance().cfg = None
 
 
 def test_the_composed_live_config_shows_no_store_and_the_run_names_its_own(hydra_choices, tmp_path, monkeypatch):

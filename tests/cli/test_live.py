@@ -9,10 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
-from omegaconf import open_dict
 
 from gittinseval import GaussianPrior
 from gittinseval.cli.configs import CONFIG_DIR
@@ -166,22 +164,6 @@ def test_a_dry_run_of_unit_costs_is_refused_in_one_line(tmp_path):
                f"hydra.run.dir={tmp_path / 'run'}"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "cost=unit counts examples: use cost=aware" in run.stderr
-
-
-@pytest.fixture
-def hydra_choices():
-    """Compose as the app does, with the ``hydra:`` interpolations of ``store`` resolvable; reset afterwards."""
-
-    def compose_app(*overrides):
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)
-        with open_dict(cfg):
-            del cfg["hydra"]
-        return cfg
-
-    yield compose_app
-    HydraConfig.instance().cfg = None
 
 
 def test_every_task_has_a_default_store_of_its_own(hydra_choices):

@@ -6,7 +6,6 @@ import sqlite3
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
 from gittinseval.cli.configs import CONFIG_DIR
@@ -24,24 +23,8 @@ def compose_live(*overrides):
         return compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides))
 
 
-@pytest.fixture
-def in_hydra_app():
-    """Compose as the Hydra app does, with its runtime choices set, and leave no Hydra config behind."""
-
-    def compose_app(*overrides):
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)
-        with open_dict(cfg):
-            del cfg["hydra"]
-        return cfg
-
-    yield compose_app
-    HydraConfig.instance().cfg = None
-
-
-def test_the_default_store_is_named_by_the_task_and_the_choices_on_the_command_line(in_hydra_app):
-    cfg = in_hydra_app("policy=ucbe", "cost=unit", "seed=5")
+def test_the_default_store_is_named_by_the_task_and_the_choices_on_the_command_line(hydra_choices):
+    cfg = hydra_choices("policy=ucbe", "cost=unit", "seed=5")
     with open_dict(cfg):
         cfg.task.name = "quiz"
     expected = DEFAULT_STORE.format(task="quiz", policy="ucbe", cost="unit", seed=5)
