@@ -9,7 +9,7 @@ the store, and writes
   column ``arm.<key>`` per setting of a mapping arm (``arm.model``, ``arm.temperature``,
   ...; a setting that is not a number, string or boolean as JSON text), ``example`` (its
   position in the task's examples), ``score``, ``dollars``, ``billed_dollars``,
-  ``tokens_in``, ``tokens_out``, ``request``, ``attempt`` (the ledger row that scored
+  ``tokens_in``, ``tokens_out``, ``tokens_reasoning``, ``request``, ``attempt`` (the ledger row that scored
   it), ``attempt_number`` (1 for its request's first call) and ``time`` (Unix seconds
   when it was recorded);
 - ``<out>.attempts.<format>``, the ledger, one row per scoring call: ``attempt``,
@@ -17,9 +17,9 @@ the store, and writes
   for, as a JSON list), ``n_examples``, ``status`` (``scored``, ``failed``, ``lost``, or
   null while in flight), ``expected_dollars``, ``reported_dollars`` (null: the call
   reported none), ``dollars`` (what the run charged), ``charged_as_expected``,
-  ``billed_dollars``, ``tokens_in`` and ``tokens_out`` (the sums of the call's usage over
-  its examples, failed calls included: null where it reported no usage, and a token sum
-  null where one example's count is unknown), ``started_at``, ``finished_at`` (Unix
+  ``billed_dollars``, ``tokens_in``, ``tokens_out`` and ``tokens_reasoning`` (the sums
+  of the call's usage over its examples, failed calls included: null where it reported
+  no usage, and a token sum null where one example's count is unknown), ``started_at``, ``finished_at`` (Unix
   seconds) and ``error``.
 
 Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledger's
@@ -27,13 +27,17 @@ Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledge
 request cost: the charges of all the request's calls (failed ones and retries included)
 divided by its number of examples, so the cells of a complete request sum to its cost,
 and the simulator replays a live request at what it cost.  ``billed_dollars``,
-``tokens_in`` and ``tokens_out`` are what the call that scored the cell reported for
-that example alone (:class:`~gittinseval.live.usage.Usage`: the chat scorer and inspect
-tasks report it; input tokens count cached ones): null where it reported one cost for
-the whole call, in a store made before the store kept usage, and, for the tokens, where
-a count is unknown.  Where every cell has one, the ``billed_dollars`` of a run whose
-calls all succeeded sum to its spend; a failed call's bill is in the cells' ``dollars``
-(their request's share), not in the ``billed_dollars`` of the cells a retry scored.
+``tokens_in``, ``tokens_out`` and ``tokens_reasoning`` are what the call that scored the
+cell reported for that example alone (:class:`~gittinseval.live.usage.Usage`: the chat
+scorer and inspect tasks report it; input tokens count cached ones): null where it
+reported one cost for the whole call, in a store made before the store kept usage, and,
+for the tokens, where a count is unknown.  ``tokens_reasoning`` are a reasoning model's
+hidden tokens, a part of ``tokens_out`` and of its dollars at the output price (counted
+once: ``tokens_out`` already includes them); the chat scorer reports 0 for a reply
+without them, inspect tasks and stores made before the column null.  Where every cell
+has one, the ``billed_dollars`` of a run whose calls all succeeded sum to its spend; a
+failed call's bill is in the cells' ``dollars`` (their request's share), not in the
+``billed_dollars`` of the cells a retry scored.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import Any
 import pyarrow as pa
 
 from gittinseval.data.long_table import LONG_FORMATS
-from gittinseval.live.run_store import STORE_FORMAT
+from gittinseval.live.run_store import STORE_FORMAT, table_columns
 from gittinseval.live.task import arm_labels_of_names
 from gittinseval.utils.errors import UsageError
 
@@ -72,9 +76,9 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         "JOIN requests r ON r.id = a.request ORDER BY a.started_seq",
         "requests": "SELECT id, examples FROM requests",
         "cells": "SELECT arm, example, score, time, request, attempt FROM cells ORDER BY arm, example",
-        "tables": "SELECT name FROM sqlite_master WHERE type = 'table'",
         # A store made before the usage table has none (opening it for writing adds it, empty).
-        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out FROM usage ORDER BY attempt, example",
+        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out, {reasoning} FROM usage "
+        "ORDER BY attempt, example",
     }
     try:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
@@ -83,8 +87,11 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
     try:
         connection.execute("BEGIN")  # deferred: one snapshot from the first read to the COMMIT, writers go on
         rows = {name: connection.execute(query).fetchall() for name, query in queries.items() if name != "usage"}
-        has_usage = ("usage",) in rows["tables"]
-        rows["usage"] = connection.execute(queries["usage"]).fetchall() if has_usage else []
+        columns = table_columns(connection, "usage")
+        # A store made before tokens_reasoning, not opened for writing since, lacks the column: unknown counts.
+        reasoning = "tokens_reasoning" if "tokens_reasoning" in columns else "NULL"
+        usage = queries["usage"].format(reasoning=reasoning)
+        rows["usage"] = connection.execute(usage).fetchall() if columns else []
         connection.execute("COMMIT")
     except sqlite3.Error as error:
         raise UsageError(f"store {path} is not a gittinseval store (SQLite says: {error})") from None
@@ -118,8 +125,8 @@ def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
     return columns
 
 
-# (dollars, tokens_in, tokens_out) of a cell or call without usage rows.
-_NO_BILL = (None, None, None)
+# (dollars, tokens_in, tokens_out, tokens_reasoning) of a cell or call without usage rows.
+_NO_BILL = (None, None, None, None)
 
 
 def _sum_of_known(counts: tuple[int | None, ...]) -> int | None:
@@ -127,15 +134,16 @@ def _sum_of_known(counts: tuple[int | None, ...]) -> int | None:
     return None if None in counts else sum(counts)
 
 
-def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None]]:
-    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out)`` summed over its examples."""
+def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None, int | None]]:
+    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out, tokens_reasoning)`` summed over its
+    examples."""
     examples_bills: dict[int, list[tuple]] = defaultdict(list)
     for attempt, _, *bill in usage:
         examples_bills[attempt].append(bill)
     calls = {attempt: tuple(zip(*bills, strict=True)) for attempt, bills in examples_bills.items()}
     return {
-        attempt: (sum(dollars), _sum_of_known(tokens_in), _sum_of_known(tokens_out))
-        for attempt, (dollars, tokens_in, tokens_out) in calls.items()
+        attempt: (sum(dollars), *(_sum_of_known(tokens) for tokens in counts))
+        for attempt, (dollars, *counts) in calls.items()
     }
 
 
@@ -171,6 +179,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "billed_dollars": pa.array([bill[0] for bill in ledger_bills], pa.float64()),
         "tokens_in": pa.array([bill[1] for bill in ledger_bills], pa.int64()),
         "tokens_out": pa.array([bill[2] for bill in ledger_bills], pa.int64()),
+        "tokens_reasoning": pa.array([bill[3] for bill in ledger_bills], pa.int64()),
         "started_at": pa.array([row[5] for row in ledger], pa.float64()),
         "finished_at": pa.array([row[6] for row in ledger], pa.float64()),
         "error": pa.array([row[11] for row in ledger], pa.string()),
@@ -190,6 +199,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "billed_dollars": pa.array([bill[0] for bill in cell_bills], pa.float64()),
         "tokens_in": pa.array([bill[1] for bill in cell_bills], pa.int64()),
         "tokens_out": pa.array([bill[2] for bill in cell_bills], pa.int64()),
+        "tokens_reasoning": pa.array([bill[3] for bill in cell_bills], pa.int64()),
         "request": pa.array([row[4] for row in cells], pa.int64()),
         "attempt": pa.array([row[5] for row in cells], pa.int64()),
         "attempt_number": pa.array([number[row[5]] for row in cells], pa.int64()),

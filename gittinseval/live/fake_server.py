@@ -5,6 +5,9 @@ answers each example correctly, every other model answers ``"0"``.  Serve one fo
 ``.jsonl`` of examples until interrupted::
 
     python -m gittinseval.live.fake_server --examples my_task/questions.jsonl --good-model big-model
+
+``--reasoning-tokens 50`` (or ``--reasoning-tokens big-model=50``) makes the replies bill hidden
+reasoning tokens as a reasoning model's do.
 """
 
 import json
@@ -22,11 +25,16 @@ class FakeChatServer:
 
     Usage: ``prompt_tokens`` per call if given, else one token per word of the
     messages; ``completion_tokens[model]`` completion tokens (``COMPLETION_TOKENS`` for a
-    model not in it): the length a model's replies are billed at.  Every call answered with a
+    model not in it): the length of a model's visible replies.  ``reasoning_tokens``: hidden
+    reasoning tokens of each reply, a count for every model or ``{model: count}`` (0 for a
+    model not in it), reported in ``usage.completion_tokens_details.reasoning_tokens`` and,
+    as OpenAI counts them, a part of ``usage.completion_tokens``: a reply is billed its
+    completion tokens, reasoning included once, at the output price.  Every call answered with a
     usage is billed (``billed``), even when the client is gone by then, as a provider
     would.  ``plan`` is a list of what to do with the next calls, in arrival order:
     ``"ok"``, an HTTP status (an ``int``, unbilled), ``"malformed"`` (a body that is
-    not JSON), ``"no_usage"`` or ``"negative_usage"`` (all three billed, reported wrongly).
+    not JSON), ``"no_usage"``, ``"negative_usage"`` or ``"excess_reasoning"`` (more reasoning
+    than completion tokens; all four billed, reported wrongly).
     ``latency`` seconds pass before each answer.  The calls after the first
     ``block_after`` wait for ``release`` before they are answered (they still arrive
     and are counted in ``received``).
@@ -34,7 +42,7 @@ class FakeChatServer:
 
     def __init__(
         self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}.",
-        port=0, completion_tokens=None,
+        port=0, completion_tokens=None, reasoning_tokens=None,
     ):
         self.answers = answers
         self.reply = reply
@@ -42,10 +50,11 @@ class FakeChatServer:
         self.prices = prices
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens or {}
+        self.reasoning_tokens = reasoning_tokens or 0
         self.latency = latency
         self.plan = []
         self.calls = []  # (body, Authorization header, prompt tokens) of each call answered "ok"
-        self.billed = []  # (model, prompt tokens, completion tokens) of each billed call
+        self.billed = []  # (model, prompt tokens, completion tokens with the reasoning ones) of each billed call
         self.received = 0
         self.block_after = None
         self.release = threading.Event()
@@ -82,10 +91,15 @@ class FakeChatServer:
                 good = body["model"] == server.good_model
                 reply = server.reply.format(answer=server.answers[prompt]) if good else "0"
                 payload = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
-                completion = server.completion_tokens.get(body["model"], COMPLETION_TOKENS)
+                reasoning = server.reasoning_of(body["model"])
+                completion = server.completion_tokens.get(body["model"], COMPLETION_TOKENS) + reasoning
                 if action != "no_usage":
                     sign = -1 if action == "negative_usage" else 1
                     payload["usage"] = {"prompt_tokens": sign * tokens, "completion_tokens": completion}
+                    if action == "excess_reasoning":
+                        payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": completion + 1}
+                    elif reasoning:  # as a model that does not reason, no details otherwise
+                        payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
                 with server.lock:
                     server.billed.append((body["model"], tokens, completion))
                     if action == "ok":
@@ -108,6 +122,29 @@ class FakeChatServer:
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def reasoning_of(self, model):
+        """The reasoning tokens of each reply of ``model``."""
+        if isinstance(self.reasoning_tokens, int):
+            return self.reasoning_tokens
+        return self.reasoning_tokens.get(model, 0)
+
+    def bill(self):
+        """The bill per model: ``{model: {"calls", "tokens_in", "tokens_out", "tokens_reasoning", "dollars"}}``,
+        ``tokens_out`` with the reasoning tokens, which are billed once, in it, at the output price."""
+        bill = {}
+        with self.lock:
+            for model, tokens, completion in self.billed:
+                line = bill.setdefault(
+                    model, {"calls": 0, "tokens_in": 0, "tokens_out": 0, "tokens_reasoning": 0, "dollars": 0.0}
+                )
+                line["calls"] += 1
+                line["tokens_in"] += tokens
+                line["tokens_out"] += completion
+                line["tokens_reasoning"] += self.reasoning_of(model)
+                price = self.prices[model]
+                line["dollars"] += (tokens * price["input"] + completion * price["output"]) / 1e6
+        return bill
 
     def cost_of_calls(self):
         """Dollars of every billed call at ``prices`` (USD per 1M tokens)."""
@@ -137,10 +174,25 @@ def main():
     parser.add_argument("--good-model", required=True)
     parser.add_argument("--reply", default="The answer is {answer}.")
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument(
+        "--reasoning-tokens", action="append", default=[], metavar="[MODEL=]N",
+        help="hidden reasoning tokens of each reply (of MODEL's replies, repeatable), billed once as output tokens",
+    )
     args = parser.parse_args()
+    reasoning = {}
+    for setting in args.reasoning_tokens:
+        model, _, count = setting.rpartition("=")
+        if not count.isdigit():
+            parser.error(f"--reasoning-tokens takes N or MODEL=N, a count of tokens, got {setting!r}")
+        reasoning[model] = int(count)
+    if "" in reasoning and len(reasoning) > 1:
+        parser.error("--reasoning-tokens takes one N for every model, or MODEL=N for each model that reasons")
     template = PromptTemplate(args.prompt)
     answers = {template.render(example): example["answer"] for example in read_jsonl(args.examples)}
-    server = FakeChatServer(answers, good_model=args.good_model, reply=args.reply, port=args.port)
+    server = FakeChatServer(
+        answers, good_model=args.good_model, reply=args.reply, port=args.port,
+        reasoning_tokens=reasoning.get("", reasoning),
+    )
     print(f"fake chat endpoint at {server.base_url}", flush=True)
     try:
         server.thread.join()

@@ -29,10 +29,13 @@ Tables (all written by the evaluator, readable by any SQLite client):
   primary key ``(arm, example)`` so that no example of an arm is stored twice.
   A batch that failed part-way keeps the cells it scored; the policy sees them
   when its request is complete.
-- ``usage(attempt, example, dollars, tokens_in, tokens_out)``: what each example of
-  a call was billed, for calls whose scorer reports it example by example
-  (:class:`~gittinseval.live.usage.Usage`; token counts NULL where unknown).  A
-  store made before this table existed gets it, empty, when it is next opened.
+- ``usage(attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning)``: what
+  each example of a call was billed, for calls whose scorer reports it example by
+  example (:class:`~gittinseval.live.usage.Usage`; token counts NULL where unknown;
+  ``tokens_reasoning`` are a part of ``tokens_out``).  A store made before this table
+  existed gets it, empty, when it is next opened, and one made before
+  ``tokens_reasoning`` gets the column, NULL in its rows: additions like these leave
+  the format as it is, since an older store reads as one whose scorer reported less.
 
 ``issued_seq``, ``closed_seq``, ``started_seq`` and ``finished_seq`` number the
 run's events in one sequence, so that a resumed run replays them in the order
@@ -118,9 +121,20 @@ CREATE TABLE IF NOT EXISTS usage (
     dollars REAL NOT NULL,
     tokens_in INTEGER,
     tokens_out INTEGER,
+    tokens_reasoning INTEGER,
     PRIMARY KEY (attempt, example)
 );
 """
+
+ADDED_COLUMNS = {("usage", "tokens_reasoning"): "INTEGER"}
+"""Columns added to a table of :data:`SCHEMA` after stores of this format were written: ``(table, column)`` ->
+type.  Opening an older store adds them (NULL in its rows); a reader of a store opened read-only finds them
+missing (:func:`table_columns`)."""
+
+
+def table_columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    """The columns of ``table`` in the connection's database (empty: no such table)."""
+    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
 
 
 class StoreLockedError(UsageError, RuntimeError):
@@ -188,6 +202,7 @@ class RunStore:
         self.connection.execute("PRAGMA foreign_keys=ON")
         self._check_format()
         self.connection.executescript(SCHEMA)
+        self._add_columns()
         self.last_seq = self.connection.execute(
             "SELECT MAX(COALESCE(MAX(issued_seq), 0), COALESCE(MAX(closed_seq), 0)) FROM requests"
         ).fetchone()[0]
@@ -211,6 +226,13 @@ class RunStore:
                 f"store {self.path} is in format {found}, this gittinseval writes format {STORE_FORMAT} "
                 "(an attempt ledger); start a new store (store=...)"
             )
+
+    def _add_columns(self) -> None:
+        """Add the :data:`ADDED_COLUMNS` a store written before them lacks (``CREATE TABLE IF NOT EXISTS`` does
+        not)."""
+        for (table, column), kind in ADDED_COLUMNS.items():
+            if column not in table_columns(self.connection, table):
+                self.connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self.connection.close()
@@ -323,8 +345,19 @@ class RunStore:
                 [(outcome.arm, e, s, now, outcome.request, attempt_id) for e, s in outcome.scored.items()],
             )
             if (usage := outcome.usage) is not None:
-                bills = zip(outcome.examples.tolist(), usage.dollars, usage.tokens_in, usage.tokens_out, strict=True)
-                cursor.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?)", [(attempt_id, *bill) for bill in bills])
+                bills = zip(
+                    outcome.examples.tolist(),
+                    usage.dollars,
+                    usage.tokens_in,
+                    usage.tokens_out,
+                    usage.tokens_reasoning,
+                    strict=True,
+                )
+                cursor.executemany(
+                    "INSERT INTO usage (attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(attempt_id, *bill) for bill in bills],
+                )
             if told_cost is not None:
                 self._close(cursor, outcome.request, "told", now, told_cost)
         return attempt_id

@@ -1,4 +1,4 @@
-"""What a scoring call was billed for each example of its batch: dollars, input and output tokens."""
+"""What a scoring call was billed for each example of its batch: dollars, input, output and reasoning tokens."""
 
 from __future__ import annotations
 
@@ -25,24 +25,39 @@ class Usage:
             reply without usage), which the failure counts in ``uncosted`` instead.
         tokens_in: ``[m]`` input (prompt) tokens of each example, ``None`` where unknown.
         tokens_out: ``[m]`` output (completion) tokens of each example, ``None`` where unknown.
+        tokens_reasoning: ``[m]`` hidden reasoning tokens of each example, ``None`` where unknown
+            (the default: a ``score_fn`` that does not report them).  They are a part of
+            ``tokens_out``, as OpenAI's ``usage.completion_tokens_details.reasoning_tokens`` are of
+            ``completion_tokens``, billed once at the output price: never added to ``tokens_out`` or
+            to ``dollars`` a second time.
     """
 
     dollars: Sequence[float]
     tokens_in: Sequence[int | None]
     tokens_out: Sequence[int | None]
+    tokens_reasoning: Sequence[int | None] | None = None
 
     def __post_init__(self) -> None:
         dollars = tuple(float(value) for value in self.dollars)
         if not all(math.isfinite(value) and value >= 0 for value in dollars):
             raise ValueError(f"usage: dollars must be finite and non-negative, got {list(dollars)[:5]}")
         object.__setattr__(self, "dollars", dollars)
-        for name in ("tokens_in", "tokens_out"):
+        if self.tokens_reasoning is None:
+            object.__setattr__(self, "tokens_reasoning", (None,) * len(dollars))
+        for name in ("tokens_in", "tokens_out", "tokens_reasoning"):
             tokens = tuple(None if value is None else int(value) for value in getattr(self, name))
             if len(tokens) != len(dollars):
                 raise ValueError(f"usage: {len(tokens)} {name} for {len(dollars)} examples")
             if any(value is not None and value < 0 for value in tokens):
                 raise ValueError(f"usage: {name} must be non-negative, got {list(tokens)[:5]}")
             object.__setattr__(self, name, tokens)
+        pairs = zip(self.tokens_reasoning, self.tokens_out, strict=True)
+        if any(None not in pair and pair[0] > pair[1] for pair in pairs):
+            # More reasoning than output tokens: tokens_out (and so the charge) leaves them out.
+            raise ValueError(
+                f"usage: tokens_reasoning are a part of tokens_out, got {list(self.tokens_reasoning)[:5]} reasoning "
+                f"of {list(self.tokens_out)[:5]} output tokens"
+            )
 
     def __len__(self) -> int:
         return len(self.dollars)

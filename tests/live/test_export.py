@@ -270,6 +270,7 @@ def test_the_failed_calls_bill_is_in_the_shares_and_the_scored_cells_bills_in_bi
     result, store, _ = live_run
     cells = store_tables(store)[0].to_pylist()
     assert all(cell["tokens_in"] == PROMPT_TOKENS and cell["tokens_out"] == 3 for cell in cells)
+    assert all(cell["tokens_reasoning"] == 0 for cell in cells)  # replies without completion token details
     assert sum(cell["billed_dollars"] for cell in cells) == pytest.approx(result.spent, rel=1e-12)
 
 
@@ -282,7 +283,7 @@ def test_a_store_made_before_the_usage_table_exports_empty_bills_and_replays_at_
     cells_path = export_store(old, "parquet", tmp_path / "old")[0]
     cells = pq.read_table(cells_path)
     ledger = pq.read_table(export_paths(tmp_path / "old", "parquet")[1])
-    for column in ("billed_dollars", "tokens_in", "tokens_out"):
+    for column in ("billed_dollars", "tokens_in", "tokens_out", "tokens_reasoning"):
         assert cells.column(column).null_count == cells.num_rows == 40
         assert ledger.column(column).null_count == ledger.num_rows > 0
     assert cells.column("dollars") == store_tables(store)[0].column("dollars")

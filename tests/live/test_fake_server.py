@@ -63,3 +63,34 @@ def test_the_command_serves_a_jsonl_task_until_interrupted(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_command_bills_reasoning_tokens_as_a_part_of_the_completion_tokens(tmp_path):
+    examples = tmp_path / "questions.jsonl"
+    examples.write_text('{"prompt": "Capital of Italy?", "answer": "Rome"}\n')
+    port = free_port()
+    command = [sys.executable, "-m", "gittinseval.live.fake_server", "--examples", str(examples),
+               "--good-model", "big-model", "--port", str(port), "--reasoning-tokens", "big-model=7"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        process.stdout.readline()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                big = chat(f"http://127.0.0.1:{port}/v1", "big-model", "Capital of Italy?")
+                small = chat(f"http://127.0.0.1:{port}/v1", "small-model", "Capital of Italy?")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert big["usage"]["completion_tokens"] == COMPLETION_TOKENS + 7
+    assert big["usage"]["completion_tokens_details"] == {"reasoning_tokens": 7}
+    assert small["usage"] == {"prompt_tokens": 3, "completion_tokens": COMPLETION_TOKENS}
+    bad = subprocess.run(command[:-1] + ["7", "--reasoning-tokens", "big-model=x"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--reasoning-tokens takes N or MODEL=N" in bad.stderr
+    mixed = subprocess.run(command + ["--reasoning-tokens", "3"], capture_output=True, text=True)
+    assert mixed.returncode == 2 and "one N for every model, or MODEL=N" in mixed.stderr

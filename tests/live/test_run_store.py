@@ -62,13 +62,14 @@ def test_the_events_come_back_in_the_order_they_happened(store):
 
 def test_a_tell_without_a_started_call_and_a_call_with_each_examples_bill(store):
     request = store.issue(1, np.array([2, 5]))
-    usage = Usage(dollars=(0.1, 0.3), tokens_in=(10, None), tokens_out=(2, None))
+    usage = Usage(dollars=(0.1, 0.3), tokens_in=(10, None), tokens_out=(2, None), tokens_reasoning=(1, None))
     attempt = store.finish_attempt(scored(-1, request, 1, {2: 1.0, 5: 1.0}, 0.4, usage=usage), told_cost=0.4)
     assert attempt > 0 and store.open_attempts() == []
     with sqlite3.connect(store.path) as db:
         assert db.execute("SELECT request, outcome, charged FROM attempts").fetchall() == [(request, "scored", 0.4)]
-        assert db.execute("SELECT example, dollars, tokens_in, tokens_out FROM usage ORDER BY example").fetchall() == [
-            (2, 0.1, 10, 2), (5, 0.3, None, None)]
+        assert db.execute(
+            "SELECT example, dollars, tokens_in, tokens_out, tokens_reasoning FROM usage ORDER BY example"
+        ).fetchall() == [(2, 0.1, 10, 2, 1), (5, 0.3, None, None, None)]
 
 
 def test_calls_in_flight_are_listed_oldest_first_and_a_call_finishes_once(store):

@@ -98,17 +98,21 @@ class OpenAIChatScorer:
     [0, 1].  The examples of a batch are asked concurrently, one request each.  A
     batch costs ``sum(prompt_tokens * input + completion_tokens * output) / 1e6``
     dollars from each reply's ``usage`` and the model's ``prices`` (dollars per 1M
-    tokens); a call returns ``(scores, usage)``, each example's dollars and tokens
-    (:class:`~gittinseval.live.usage.Usage`).
+    tokens): a reasoning model's hidden reasoning tokens
+    (``usage.completion_tokens_details.reasoning_tokens``, 0 when absent) are a part of
+    its ``completion_tokens``, so they are billed once, at the output price, and
+    reported apart as ``tokens_reasoning``.  A call returns ``(scores, usage)``, each
+    example's dollars and tokens (:class:`~gittinseval.live.usage.Usage`).
 
     Failures are classified here, and the client itself never retries
     (``max_retries=0``): the driver retries a :class:`~gittinseval.live.TransientError`
     (a connection error, a timeout, HTTP 429 or 5xx) and stops at once on a
     :class:`~gittinseval.live.NonRetryableError` (an example without a field the
     prompt or the grader needs, any other 4xx, a reply that cannot be parsed, a reply
-    without token usage or with a negative token count, a grader that returns
-    anything but a number in [0, 1]).  Either carries the scores of the examples of the
-    batch that did succeed and the usage of every example that was billed, so that only the others are asked again;
+    without token usage, with a negative token count or with more reasoning tokens
+    than completion tokens, a grader that returns anything but a number in [0, 1]).
+    Either carries the scores of the examples of the batch that did succeed and the
+    usage of every example that was billed, so that only the others are asked again;
     a call that may have been billed at an unreported cost (a timeout, a reply
     without usage) is counted in ``uncosted``.
 
@@ -212,9 +216,10 @@ class OpenAIChatScorer:
         price: ModelPrice,
         messages: list[dict[str, str]],
         example: Mapping[str, Any],
-    ) -> tuple[float, float, int, int] | ScoringError:
-        """``(score, dollars, prompt tokens, completion tokens)`` of one example, or the classified failure of its
-        request (with its usage when it was billed)."""
+    ) -> tuple[float, float, int, int, int] | ScoringError:
+        """``(score, dollars, prompt tokens, completion tokens, reasoning tokens)`` of one example (the reasoning
+        tokens a part of the completion tokens), or the classified failure of its request (with its usage when it
+        was billed)."""
         model = arm["model"]
         fields = {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
         where = f"{self.base_url}/chat/completions for model {model!r}"
@@ -241,20 +246,41 @@ class OpenAIChatScorer:
         if not response.choices or response.choices[0].message is None:
             return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
         prompt, completion = tokens["prompt_tokens"], tokens["completion_tokens"]
+        reasoning = _reasoning_tokens(usage)
+        if not isinstance(reasoning, int) or not 0 <= reasoning <= completion:
+            problem = f"usage.completion_tokens_details.reasoning_tokens {reasoning!r}"
+            return NonRetryableError(
+                f"{where}: the reply has {problem}, not a count within its {completion} completion tokens",
+                cost=0.0,
+                uncosted=1,
+            )
+        # Reasoning tokens are a part of completion_tokens: billed once, with them, at the output price.
         dollars = price.dollars(prompt, completion)
         reply = response.choices[0].message.content or ""
         try:
-            return grade(self.grader, reply, example), dollars, prompt, completion
+            return grade(self.grader, reply, example), dollars, prompt, completion, reasoning
         except ValueError as error:
-            return NonRetryableError(f"grading the reply: {error}", usage=Usage([dollars], [prompt], [completion]))
+            return NonRetryableError(
+                f"grading the reply: {error}", usage=Usage([dollars], [prompt], [completion], [reasoning])
+            )
 
 
-def _bill(outcome: tuple[float, float, int, int] | ScoringError) -> tuple[float, int | None, int | None]:
-    """``(dollars, prompt tokens, completion tokens)`` of one example's request: a failure's own usage if it was
-    billed; else what it reported (nothing), with no tokens where a bill is unknown (``uncosted``)."""
+def _reasoning_tokens(usage: Any) -> Any:
+    """The reply's hidden reasoning tokens, ``usage.completion_tokens_details.reasoning_tokens``: 0 for a reply
+    without them (a model that does not reason, a server that does not break its completion tokens down)."""
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None)
+    return 0 if reasoning is None else reasoning
+
+
+def _bill(
+    outcome: tuple[float, float, int, int, int] | ScoringError,
+) -> tuple[float, int | None, int | None, int | None]:
+    """``(dollars, prompt tokens, completion tokens, reasoning tokens)`` of one example's request: a failure's own
+    usage if it was billed; else what it reported (nothing), with no tokens where a bill is unknown (``uncosted``)."""
     if not isinstance(outcome, ScoringError):
         return outcome[1:]
-    if outcome.usage is not None:
-        return outcome.usage.dollars[0], outcome.usage.tokens_in[0], outcome.usage.tokens_out[0]
+    if (usage := outcome.usage) is not None:
+        return usage.dollars[0], usage.tokens_in[0], usage.tokens_out[0], usage.tokens_reasoning[0]
     tokens = None if outcome.uncosted else 0
-    return outcome.cost, tokens, tokens
+    return outcome.cost, tokens, tokens, tokens

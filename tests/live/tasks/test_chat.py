@@ -78,6 +78,7 @@ def test_without_a_key_the_placeholder_is_sent(server, examples, monkeypatch):
         ("no_usage", NonRetryableError, "the reply has no usage.prompt_tokens", 1),
         ("negative_usage", NonRetryableError, r"a negative or non-integer \(-\d+\) usage.prompt_tokens", 1),
         ("malformed", NonRetryableError, "unparseable reply", 1),
+        ("excess_reasoning", NonRetryableError, r"reasoning_tokens 4, not a count within its 3 completion tokens", 1),
     ],
 )
 def test_a_failed_call_is_classified_and_the_rest_of_its_batch_kept(server, examples, action, kind, message, uncosted):
