@@ -76,7 +76,7 @@ def test_an_outside_baseline_joins_a_method_sweep_on_workers_and_appears_in_help
     search_path = f"hydra.searchpath=[file://{outside_baseline / 'conf'}]"
     helped = run_app([search_path, "--help"], outside_baseline, tmp_path)
     assert helped.returncode == 0, helped.stderr
-    listing = dict(re.findall(r"^  (\w+) +(\S.*(?:\n {14}\S.*)*)", helped.stdout.split("What the groups are")[0],
+    listing = dict(re.findall(r"^  (\w+) +(\S.*(?:\n {14,}\S.*)*)", helped.stdout.split("What the groups are")[0],
                            flags=re.M))
     assert {"round_robin", "gittins_s"} <= set(re.split(r",\s+", listing["method"]))
     assert "round_robin" in re.split(r",\s+", listing["policy"])
