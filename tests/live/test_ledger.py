@@ -226,6 +226,27 @@ def wait_until_quiet(server, at_least, seconds=1.0, deadline=60.0):
     raise AssertionError(f"the server received {server.received} calls, expected more than {at_least}")
 
 
+
+def chat_run_command(server, store, run_dir, concurrency):
+    """``gittinseval-live task=openai_chat`` against ``server``, storing into ``store``: its whole command line."""
+    return [
+        sys.executable,
+        "-m",
+        "gittinseval.cli.live",
+        "task=openai_chat",
+        f"task.score_fn.base_url={server.base_url}",
+        f"task.prompt_tokens={PROMPT_TOKENS}",
+        f"task.completion_tokens={COMPLETION_TOKENS}",
+        "budget_usd=1.0",
+        "policy.batch_size=4",
+        f"concurrency={concurrency}",
+        "progress=false",
+        "logger=none",
+        f"store={store}",
+        f"hydra.run.dir={run_dir}",
+    ]
+
+
 def test_a_run_killed_with_calls_in_flight_is_charged_every_billed_call_after_resuming(examples, tmp_path):
     """SIGKILL while the server holds answers; they are billed all the same, and charged as expected."""
     prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
@@ -234,22 +255,7 @@ def test_a_run_killed_with_calls_in_flight_is_charged_every_billed_call_after_re
     server.block_after = 20
 
     def command(run_dir):
-        return [
-            sys.executable,
-            "-m",
-            "gittinseval.cli.live",
-            "task=openai_chat",
-            f"task.score_fn.base_url={server.base_url}",
-            f"task.prompt_tokens={PROMPT_TOKENS}",
-            f"task.completion_tokens={COMPLETION_TOKENS}",
-            "budget_usd=1.0",
-            "policy.batch_size=4",
-            "concurrency=4",
-            "progress=false",
-            "logger=none",
-            f"store={store}",
-            f"hydra.run.dir={tmp_path / run_dir}",
-        ]
+        return chat_run_command(server, store, tmp_path / run_dir, concurrency=4)
 
     try:
         killed = subprocess.Popen(command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -288,22 +294,7 @@ def test_ctrl_c_exits_130_a_second_abandons_the_calls_at_once_and_a_resume_is_ch
     server.block_after = 12
 
     def command(run_dir):
-        return [
-            sys.executable,
-            "-m",
-            "gittinseval.cli.live",
-            "task=openai_chat",
-            f"task.score_fn.base_url={server.base_url}",
-            f"task.prompt_tokens={PROMPT_TOKENS}",
-            f"task.completion_tokens={COMPLETION_TOKENS}",
-            "budget_usd=1.0",
-            "policy.batch_size=4",
-            "concurrency=3",
-            "progress=false",
-            "logger=none",
-            f"store={store}",
-            f"hydra.run.dir={tmp_path / run_dir}",
-        ]
+        return chat_run_command(server, store, tmp_path / run_dir, concurrency=3)
 
     def default_ctrl_c():  # as in a terminal: a shell may start a background job with SIGINT ignored
         signal.signal(signal.SIGINT, signal.SIG_DFL)
