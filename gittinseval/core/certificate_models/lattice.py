@@ -31,11 +31,16 @@ their lattice CDFs):
     P(best)_u     = sum_i p_u(x_i) prod_v F_v(x_i)^{c_v - [v = u]},
     P(eps-best)_u = sum_i p_u(x_i) prod_v F_v(x_i + eps)^{c_v - [v = u]},
 
-evaluated in ``O(U X)`` with ``S(x) = sum_v c_v log F_v(x)``.  For 0/1 scores these are exact
-(``F_v(x + eps)`` is the step CDF; a tie counts as best, ``P(Zbar_u >= max_v Zbar_v)``, so the
-``P(best)`` of tied arms can sum to more than 1).  For continuous scores the mass of a cell is
-spread uniformly over it: ``F`` is taken at the cell's middle (``F(x_{i-1}) + p(x_i) / 2``) and
-linearly interpolated at ``x + eps``.
+evaluated in ``O(U X)`` with ``S(x) = sum_v c_v log F_v(x)``.
+
+Arms that share one uncertain effect (:class:`SharedEffect`: the arms of an unseen level of an
+attribute, ``Zbar_k = m_k + t + e_k`` with ``t ~ N(0, v)`` common to them) are independent of the other
+arms but not of each other.  Their factor of the product is the CDF of their maximum,
+``F_max(x) = P(max_k Zbar_k <= x)``, which replaces ``sum_k log F_k(x)`` in ``S``, and an arm ``a`` of
+the group has ``P_a = sum_i mass_a(x_i) exp(S(x_i) - log F_max(x_i))`` with ``mass_a(x_i) = P(Zbar_a =
+x_i, its siblings <= x_i)`` (and ``x_i + eps``, with ``F(x + eps)`` in ``S``, for ``P(eps-best)``):
+:func:`shared_effect` computes both by a convolution over ``t``.  Treating such arms as independent
+instead makes the maximum of a hundred barely-known siblings look far higher than it is.
 """
 
 from __future__ import annotations
@@ -43,19 +48,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.signal import fftconvolve
+from scipy.special import gammaln, log_ndtr
 
 __all__ = [
     "Lattice",
     "RowData",
+    "SharedEffect",
     "central_interval",
     "eps_best_against",
     "eps_steps",
     "log_cdf_at_eps",
+    "shared_effect",
     "win_probabilities",
 ]
 
 _LOG_TINY = -1e300
+# The shared effect's lattice runs this many of its standard deviations each way (a tail of 2e-11).
+_EFFECT_SDS = 7.0
+# An arm's own part is summed over this many of its standard deviations each way (a tail of 1e-19).
+_SUPPORT_SDS = 9.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,23 @@ class RowData:
     score_sum: np.ndarray
     n_seen: np.ndarray
     dispersion: np.ndarray
+
+
+@dataclass(frozen=True)
+class SharedEffect:
+    """``A`` arms whose means share one uncertain effect: the CDF of their maximum and each arm's mass where it leads.
+
+    Attributes:
+        rows: ``[A]`` the arms' rows in the posterior they belong to (their own rows there are not used).
+        log_cdf: ``[X]`` ``log P(max_k Zbar_k <= x_i)`` over the group's arms.
+        member_rows: ``[M]`` the rows (of ``rows``) whose own probabilities can be read.
+        member_mass: ``[2, M, X]`` ``P(Zbar_a = x_i, every sibling <= x_i + s)`` with ``s`` = 0 and ``eps``.
+    """
+
+    rows: np.ndarray
+    log_cdf: np.ndarray
+    member_rows: np.ndarray
+    member_mass: np.ndarray
 
 
 class Lattice:
@@ -219,9 +248,14 @@ def eps_best_against(own: np.ndarray, rivals_log_cdf: np.ndarray) -> float:
 
 
 def win_probabilities(
-    post: np.ndarray, counts: np.ndarray, steps: float, binary: bool, rows: np.ndarray | None = None
+    post: np.ndarray,
+    counts: np.ndarray,
+    steps: float,
+    binary: bool,
+    rows: np.ndarray | None = None,
+    shared: tuple[SharedEffect, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``P(best)`` and ``P(eps-best)`` of rows ``rows`` (default all) of independent arms on a lattice.
+    """``P(best)`` and ``P(eps-best)`` of rows ``rows`` (default all) of arms on a lattice.
 
     Args:
         post: ``[U, X]`` posterior probabilities of the rows.
@@ -229,22 +263,149 @@ def win_probabilities(
         steps: ``eps`` in lattice steps (:func:`eps_steps`).
         binary: 0/1 scores (step CDF, ties count as best) or continuous (mid-cell CDF).
         rows: ``[R]`` rows to return (all rows enter the products).
+        shared: groups of arms (rows of ``post`` with a count of 1) that share an uncertain effect,
+            integrated over it (module docstring); the other rows are independent.
 
     Returns:
         ``[R]`` ``P(best)`` and ``[R]`` ``P(eps-best)`` (the module docstring's sums).
     """
-    log_cdf = _log_cdfs(post, binary)  # [U, X]
     rows = np.arange(post.shape[0]) if rows is None else np.asarray(rows)
-    own = post[rows]  # [R, X]
+    independent = np.ones(post.shape[0], dtype=bool)
+    for group in shared:
+        independent[group.rows] = False
+    weight_of_row = np.where(independent, counts, 0.0)
+    log_cdf = _log_cdfs(post, binary)  # [U, X]
+    group_cdfs = np.stack([group.log_cdf for group in shared]) if shared else np.zeros((0, post.shape[1]))
     results = []
-    for log_f in (log_cdf, _shift(log_cdf, steps, binary)):
-        total = counts @ np.where(np.isfinite(log_f), log_f, _LOG_TINY)  # [X]: S(x)
-        mine = log_f[rows]
-        # Where p_u(x) > 0, F_u(x) >= p_u(x) > 0, so S - log F_u is finite or -inf (another arm's F is 0).
-        with np.errstate(invalid="ignore", over="ignore"):
-            others = np.where(own > 0, np.exp(np.minimum(total[None, :] - mine, 0.0)), 0.0)
-        results.append(np.clip(np.sum(own * others, axis=1), 0.0, 1.0))
+    for index, shift in enumerate((0.0, steps)):
+        log_f = _shift(log_cdf, shift, binary) if shift else log_cdf
+        group_f = _shift(group_cdfs, shift, binary) if shift else group_cdfs  # [G, X]
+        total = weight_of_row @ _finite(log_f) + _finite(group_f).sum(axis=0)  # [X]: S(x)
+        probability = np.zeros(rows.size)
+        alone = independent[rows]
+        if alone.any():
+            own, mine = post[rows[alone]], log_f[rows[alone]]
+            # Where p_u(x) > 0, F_u(x) >= p_u(x) > 0, so S - log F_u is finite or -inf (another arm's F is 0).
+            with np.errstate(invalid="ignore", over="ignore"):
+                others = np.where(own > 0, np.exp(np.minimum(total[None, :] - mine, 0.0)), 0.0)
+            probability[alone] = np.sum(own * others, axis=1)
+        for group, group_log_f in zip(shared, group_f, strict=True):
+            member = {int(row): position for position, row in enumerate(group.member_rows)}
+            in_group = set(group.rows.tolist())
+            wanted = [(out, member.get(int(row))) for out, row in enumerate(rows) if int(row) in in_group]
+            if any(position is None for _, position in wanted):
+                raise ValueError("a row of a shared effect was asked for without its member mass")
+            if not wanted:
+                continue
+            out, positions = (np.array(column) for column in zip(*wanted, strict=True))
+            mass = group.member_mass[index, positions]  # [M, X]
+            with np.errstate(invalid="ignore", over="ignore"):
+                others = np.where(mass > 0, np.exp(np.minimum(total - _finite(group_log_f), 0.0)), 0.0)
+            probability[out] = np.sum(mass * others, axis=1)
+        results.append(np.clip(probability, 0.0, 1.0))
     return results[0], results[1]
+
+
+def _finite(log_f: np.ndarray) -> np.ndarray:
+    """``log F`` with ``-inf`` (``F = 0``) replaced by a huge negative number, so that sums of them stay finite."""
+    return np.where(np.isfinite(log_f), log_f, _LOG_TINY)
+
+
+def shared_effect(
+    rows: np.ndarray,
+    means: np.ndarray,
+    sds: np.ndarray,
+    variance: float,
+    n_examples: int,
+    steps: int,
+    members: np.ndarray | None = None,
+) -> SharedEffect:
+    """The :class:`SharedEffect` of ``A`` unseen arms of one level, on the 0/1 lattice ``x_i = i / N``.
+
+    The model, in lattice steps ``h = 1 / N``: each arm's own part ``Y_k`` is ``N(m_k, s_k^2)`` discretised to the
+    lattice (``P(Y_k <= y) = Phi((y + h/2 - m_k) / s_k)``), the shared effect ``T`` is ``N(0, v)`` discretised to
+    multiples of ``h`` (within 8 sd), all independent, and ``Zbar_k = clip(Y_k + T, 0, 1)``.  With
+    ``H(y) = prod_k P(Y_k <= y)`` and ``w_j = P(T = j h)``:
+
+        P(max_k Zbar_k <= x_i) = sum_j w_j H(x_i - j h)          (i < N; 1 at x_N = 1),
+        P(Zbar_a = x_i, siblings <= x_i + eps) = sum_j w_j P(Y_a = x_i - j h) H_{-a}(x_i + eps - j h)   (0 < i < N),
+
+    sums over ``j`` that are convolutions (FFT).  At the ends the clip gathers the mass: ``Zbar_a = 1`` whenever
+    ``Y_a + T >= 1`` (every sibling is then at most ``x_N``), and ``Zbar_a = 0`` with ``Y_a + T <= 0``.
+
+    Args:
+        rows: ``[A]`` the arms' rows in the posterior.
+        means, sds: ``[A]`` ``m_k`` and ``s_k`` (each arm's mean and spread given the shared effect).
+        variance: ``v``.
+        n_examples: ``N``.
+        steps: ``eps`` in lattice steps (a whole number, :func:`eps_steps`).
+        members: positions in ``rows`` whose ``member_mass`` to compute (default all).
+    """
+    big_n, steps = int(n_examples), int(steps)
+    h = 1.0 / big_n
+    reach = int(np.ceil(_EFFECT_SDS * np.sqrt(variance) * big_n))
+    weights = np.exp(-0.5 * (np.arange(-reach, reach + 1) * h) ** 2 / variance)  # w_j, j = -reach .. reach
+    weights /= weights.sum()
+    # y on the lattice from x_0 - reach to x_N + eps + reach: every x_i + s - j h the sums need.
+    low = -reach - 1
+    y = np.arange(low, big_n + steps + reach + 2) * h  # [Y]
+    means = np.asarray(means, dtype=np.float64)[:, None]
+    sds = np.asarray(sds, dtype=np.float64)[:, None]
+    log_cdf_each = log_ndtr((y[None, :] + 0.5 * h - means) / sds)  # [A, Y] log P(Y_k <= y)
+    log_h = log_cdf_each.sum(axis=0)  # [Y]
+    # sum_j w_j H(x_i - j h): x_i - j h is y index i - j - low, so a full convolution read from -low + reach.
+    full = fftconvolve(np.exp(log_h), weights, mode="full")
+    cdf = np.clip(full[reach - low : reach - low + big_n + 1], 0.0, 1.0)
+    cdf[-1] = 1.0
+    with np.errstate(divide="ignore"):
+        group_log_cdf = np.log(cdf)
+    rows = np.asarray(rows)
+    positions = np.arange(rows.size) if members is None else np.asarray(members, dtype=np.int64)
+    mass = np.zeros((2, positions.size, big_n + 1))
+    if positions.size == 0:
+        return SharedEffect(rows=rows, log_cdf=group_log_cdf, member_rows=rows[:0], member_mass=mass)
+    own_log_cdf = log_cdf_each[positions]  # [M, Y]
+    siblings = log_h[None, :] - own_log_cdf  # log H_{-a}(y)
+    # An arm's own mass P(Y_a = y) = P(Y_a <= y) - P(Y_a <= y - h) is narrow: the sums over j run over its
+    # support only (beyond _SUPPORT_SDS sds it is below 1e-19), as one product with the matrix w[i - y].
+    centre = (means[positions, 0] - low * h) / h
+    width = _SUPPORT_SDS * sds[positions, 0] / h + 1.0
+    support = np.arange(
+        max(int(np.floor((centre - width).min())), 1), min(int(np.ceil((centre + width).max())) + 1, y.size - steps)
+    )
+    own_mass = np.maximum(np.exp(own_log_cdf[:, support]) - np.exp(own_log_cdf[:, support - 1]), 0.0)  # [M, S]
+    lattice_index = np.arange(big_n + 1)
+    gap = lattice_index[None, :] - (support[:, None] + low)  # j = i - y, in steps
+    spread = np.where(np.abs(gap) <= reach, weights[np.clip(gap + reach, 0, 2 * reach)], 0.0)  # [S, X]
+
+    def window(lattice_point: int) -> slice:
+        """The ``y`` of ``x_i - j h`` for ``j = reach .. -reach`` (weights reversed) at one lattice point ``i``."""
+        return slice(lattice_point - low - reach, lattice_point - low + reach + 1)
+
+    # P(Y_a + T >= 1) = 1 - P(Y_a + T <= x_{N-1}): the clip gathers it at x_N.
+    top = 1.0 - np.exp(own_log_cdf[:, window(big_n - 1)]) @ weights[::-1]
+    own_mass = _without_subnormals(own_mass)
+    plain = own_mass @ spread  # P(Y_a + T = x_i)
+    for index, shift in enumerate((0, steps)):
+        leading = np.exp(siblings[:, support + shift])  # H_{-a}(y + eps)
+        mass[index] = _without_subnormals(own_mass * leading) @ spread
+        # Siblings are at most 1: where x_i + eps reaches 1 they all trail, and Zbar_a = x_i is all that counts.
+        vacuous = lattice_index + shift >= big_n
+        mass[index][:, vacuous] = plain[:, vacuous]
+        at_zero = window(0)
+        at_zero_ahead = slice(at_zero.start + shift, at_zero.stop + shift)
+        # Zbar_a = 0: Y_a + T <= 0, the siblings at most eps.
+        mass[index, :, 0] = _without_subnormals(np.exp(own_log_cdf[:, at_zero] + siblings[:, at_zero_ahead])) @ weights[
+            ::-1
+        ]
+        mass[index, :, big_n] = top
+    return SharedEffect(rows=rows, log_cdf=group_log_cdf, member_rows=rows[positions], member_mass=mass)
+
+
+def _without_subnormals(values: np.ndarray) -> np.ndarray:
+    """``values`` with those below ``1e-200`` set to 0: far below any probability that counts, and subnormal
+    numbers (a product of tiny CDFs) make a matrix product a hundred times slower."""
+    return np.where(values < 1e-200, 0.0, values)
 
 
 def central_interval(post: np.ndarray, points: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
