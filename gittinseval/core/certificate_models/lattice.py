@@ -60,6 +60,7 @@ __all__ = [
     "eps_steps",
     "log_cdf_at_eps",
     "shared_effect",
+    "shift_log_cdf",
     "win_probabilities",
 ]
 
@@ -231,6 +232,12 @@ def _shift(log_cdf: np.ndarray, steps: float, binary: bool) -> np.ndarray:
     cdf = (1.0 - weight) * padded[:, lower] + weight * padded[:, lower + 1]
     with np.errstate(divide="ignore"):
         return np.log(cdf)
+
+
+def shift_log_cdf(log_cdf: np.ndarray, steps: float, binary: bool) -> np.ndarray:
+    """``[U, X]`` ``log F_u(x_i + eps)`` from ``[U, X]`` ``log F_u(x_i)`` (``eps`` in lattice steps; ``F = 1`` beyond
+    the lattice)."""
+    return _shift(log_cdf, steps, binary)
 
 
 def log_cdf_at_eps(post: np.ndarray, steps: float, binary: bool) -> np.ndarray:
