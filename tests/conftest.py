@@ -1,13 +1,48 @@
 """Shared test helpers."""
 
+import hashlib
 import logging
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gittinseval.data import Benchmark
+
+RESPONSE_CACHE_ENV = "GITTINSEVAL_RESPONSE_CACHE"
+"""``gittinseval.live.response_cache.CACHE_ENV``, named here so that a session need not import the live package."""
+RESPONSE_CACHES = pytest.StashKey[Path]()
+"""The folder of the tests' response caches, one file per test."""
+
+
+def pytest_configure(config):
+    config.stash[RESPONSE_CACHES] = Path(tempfile.mkdtemp(prefix="gittinseval-response-caches-"))
+
+
+def pytest_unconfigure(config):
+    if RESPONSE_CACHES in config.stash:
+        shutil.rmtree(config.stash[RESPONSE_CACHES], ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test gets a response cache of its own (``$GITTINSEVAL_RESPONSE_CACHE``, a new file), from before its
+    fixtures are set up, so that the module fixture set up with a module's first test has it too: no test is
+    answered from replies another test paid for, and none reads or writes the user's own cache."""
+    previous = os.environ.get(RESPONSE_CACHE_ENV)
+    name = hashlib.sha256(item.nodeid.encode()).hexdigest()[:16]
+    os.environ[RESPONSE_CACHE_ENV] = str(item.config.stash[RESPONSE_CACHES] / f"{name}.sqlite")
+    try:
+        return (yield)
+    finally:
+        if previous is None:
+            os.environ.pop(RESPONSE_CACHE_ENV, None)
+        else:
+            os.environ[RESPONSE_CACHE_ENV] = previous
 
 
 def binary_benchmark(n_arms: int, n_examples: int, seed: int, prices=(0.5, 1.0, 3.0)) -> Benchmark:

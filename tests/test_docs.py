@@ -39,7 +39,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +49,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from gittinseval.cli.configs import CONFIG_DIR, register_method_aliases, search_path_dirs
-from gittinseval.cli.live import LIVE_CONFIG_NAME, export
+from gittinseval.cli.live import LIVE_CONFIG_NAME, SUBCOMMANDS
 from gittinseval.cli.simulate import expand_subject_sweep
 from gittinseval.core.params import current_target
 from gittinseval.live import fake_server
@@ -303,16 +303,17 @@ def check_make(command: Command) -> None:
             assert arg in targets, f"{command}: the Makefile has no target {arg}"
 
 
-def is_export(command: Command) -> bool:
-    """``gittinseval-live export ...``: a subcommand with a parser of its own, not a Hydra command line."""
-    return command.program == "gittinseval-live" and command.args[:1] == ("export",)
+def is_subcommand(command: Command) -> bool:
+    """``gittinseval-live export ...`` or ``gittinseval-live cache ...``: a subcommand with a parser of its own, not
+    a Hydra command line."""
+    return command.program == "gittinseval-live" and command.args[:1] in {(name,) for name in SUBCOMMANDS}
 
 
 def check_command(command: Command, folder: Path) -> None:
     words = (command.program, *command.args)
     if words in KNOWN_COMMANDS or any(words[: len(prefix)] == prefix for prefix in KNOWN_PREFIXES):
         return
-    if command.program in HYDRA_APPS and not is_export(command):
+    if command.program in HYDRA_APPS and not is_subcommand(command):
         check_app(command, command.program, command.args, folder)
     elif command.program in CONSOLE_SCRIPTS:
         module, _, function = CONSOLE_SCRIPTS[command.program].partition(":")
@@ -411,6 +412,13 @@ def serving(args: tuple[str, ...], monkeypatch) -> Iterator[fake_server.FakeChat
         thread.join(timeout=10)
 
 
+def page_url(server_command: Command) -> str:
+    """The base URL that a page's fake server command serves: ``127.0.0.1`` at its ``--port``."""
+    args = server_command.args
+    port = args[args.index("--port") + 1] if "--port" in args else fake_server.DEFAULT_PORT
+    return f"http://127.0.0.1:{port}/v1"
+
+
 def live_config(command: Command, folder: Path):
     """The config a ``gittinseval-live`` command of a page runs with."""
     overrides, _ = app_overrides("gittinseval-live", command.args, folder)
@@ -423,37 +431,46 @@ def test_the_live_runs_against_the_fake_server_recommend_the_model_it_answers_fo
     page, tmp_path, monkeypatch, capsys
 ):
     """Each snippet that starts the fake server runs its ``gittinseval-live`` commands against it, as written
-    but for the server's port; each recommends an arm of the model that answers right.  Dry runs run too, and
-    the snippet's exports of the stores written."""
+    but for the server's port (a snippet that starts several, one per provider of its arms, against them, each
+    arm's ``base_url`` at its own); each recommends an arm of a model that a server answers right for.  Dry runs
+    run too, and the snippet's exports of the stores written and its reports of the response cache."""
     monkeypatch.chdir(tmp_path)
     runs = 0
     for commands in record_commands(page, tmp_path):
         servers = [c for c in commands if c.program == "python" and c.args[:2] == ("-m", FAKE_SERVER)]
-        live = [c for c in commands if c.program == "gittinseval-live" and not is_export(c)]
-        exports = [c for c in commands if is_export(c)]
+        live = [c for c in commands if c.program == "gittinseval-live" and not is_subcommand(c)]
+        subcommands = [c for c in commands if is_subcommand(c)]
         for command in (c for c in live if "dry_run=true" in c.args):
             with importable(command):
                 assert dry_run(live_config(command, tmp_path)).startswith("dry run of task")
         if not servers:
             continue
-        (server_command,) = servers
-        good_model = server_command.args[server_command.args.index("--good-model") + 1]
-        with serving(server_command.args[2:], monkeypatch) as server:
+        good_models = {c.args[c.args.index("--good-model") + 1] for c in servers}
+        with ExitStack() as stack:
+            # Each server on a free port, each URL of the page moved to its server's.
+            moved = {page_url(c): stack.enter_context(serving(c.args[2:], monkeypatch)).base_url for c in servers}
             for command in (c for c in live if "dry_run=true" not in c.args):
                 cfg = live_config(command, tmp_path)
-                cfg.task.score_fn.base_url = server.base_url
+                cfg.task.score_fn.base_url = moved.get(cfg.task.score_fn.base_url, next(iter(moved.values())))
+                for arm in cfg.task.arms:
+                    if "base_url" in arm:
+                        arm.base_url = moved[arm.base_url]
                 cfg.progress = False
                 run_dir = next((w.split("=", 1)[1] for w in command.args if w.startswith("hydra.run.dir=")), "run")
                 with importable(command):
                     result = run_live(cfg, tmp_path / run_dir)
                 assert result.recommendation is not None, f"{command}: {result.failure}"
                 recommended = cfg.task.arms[result.recommendation.arm].model
-                assert recommended == good_model, f"{command}: recommended {recommended}; {result.ledger_line()}"
+                assert recommended in good_models, f"{command}: recommended {recommended}; {result.ledger_line()}"
                 assert (tmp_path / run_dir / "status.txt").is_file()
                 runs += 1
         capsys.readouterr()  # the server's and the runs' output
-        for command in exports:  # of the stores the runs above wrote
-            export(list(command.args[1:]))
-            paths = capsys.readouterr().out.split()
-            assert len(paths) == 2 and all((tmp_path / path).is_file() for path in paths), f"{command}: {paths}"
+        for command in subcommands:  # of the stores and the response cache the runs above wrote
+            SUBCOMMANDS[command.args[0]](list(command.args[1:]))
+            output = capsys.readouterr().out
+            if command.args[0] == "export":
+                paths = output.split()
+                assert len(paths) == 2 and all((tmp_path / path).is_file() for path in paths), f"{command}: {paths}"
+            else:
+                assert re.search(r"^response cache .*: \d+ repl", output, re.M), f"{command}: {output}"
     assert runs > 0

@@ -4,14 +4,19 @@ Config: ``conf/live.yaml`` with the ``task``, ``policy``, ``prior``, ``cost`` an
 ``logger`` groups of ``conf/``.  Rerunning with the same ``store=`` resumes;
 ``dry_run=true`` prints the expected cost and exits without any call.
 Every error is one line on stderr: exit status 2 for a usage error (a wrong
-override, bad input data, a store that is refused or in use), 1 when the run
-ends on a failed scoring call or without a recommendation (nothing was scored),
-130 when it was interrupted (Ctrl-C: the run's one-line stopped message, and the
-store closed; a second Ctrl-C abandons the calls in flight).
+override, bad input data, a store that is refused or in use, an unset API key
+variable), 1 when the run ends on a failed scoring call or without a
+recommendation (nothing was scored: the line says the last failure), 130 when it
+was interrupted (Ctrl-C: the run's one-line stopped message, and the store
+closed; a second Ctrl-C abandons the calls in flight, counted as lost).
 
 ``gittinseval-live export STORE --format parquet|csv|jsonl [--out PREFIX]`` writes a
 store's cells and ledger as two tables (:mod:`gittinseval.live.export`) and prints
 their paths; its errors are one line too, with exit status 2.
+
+``gittinseval-live cache info`` reports the size of the chat tasks' response cache
+(:mod:`gittinseval.live.response_cache`) and ``gittinseval-live cache clear`` empties it
+(``--path FILE``: another cache file than the default).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.errors import INTERRUPTED, RunFailure, one_line_errors, run_app
 from gittinseval.live.app import dry_run, run_live
 from gittinseval.live.export import export_store
+from gittinseval.live.response_cache import CACHE_ENV, ResponseCache, ResponseCacheError
 from gittinseval.utils.errors import UsageError
 
 __all__ = ["LIVE_CONFIG_NAME", "main"]
@@ -75,9 +81,44 @@ def export(argv: list[str]) -> None:
     print("\n".join(str(path) for path in paths))
 
 
+def cache(argv: list[str]) -> None:
+    """``gittinseval-live cache info|clear``: the response cache's size and replies per model, or empty it."""
+    parser = _OneLineParser(
+        prog="gittinseval-live cache",
+        description="The chat tasks' response cache: one SQLite file of the replies already paid for, shared by "
+        f"every run and store. Default file: ${CACHE_ENV}, else $XDG_CACHE_HOME/gittinseval/responses.sqlite "
+        "(~/.cache/gittinseval/responses.sqlite without XDG_CACHE_HOME).",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, summary in (
+        ("info", "print the file, its size on disk and its replies per model and endpoint"),
+        ("clear", "delete every stored reply (the next runs pay for their requests again)"),
+    ):
+        command = actions.add_parser(action, help=summary, description=summary[0].upper() + summary[1:] + ".")
+        command.add_argument(
+            "--path", metavar="FILE",
+            help=f"the cache file (default: ${CACHE_ENV}, else $XDG_CACHE_HOME/gittinseval/responses.sqlite)",
+        )
+    args = parser.parse_args(argv)
+    response_cache = ResponseCache(args.path)
+    try:
+        if args.action == "clear":
+            removed = response_cache.clear()
+            print(f"removed {removed} repl{'y' if removed == 1 else 'ies'} from the response cache")
+        print("\n".join(response_cache.info().lines()))
+    except ResponseCacheError as error:
+        parser.error(str(error))
+    finally:
+        response_cache.close()
+
+
+SUBCOMMANDS = {"export": export, "cache": cache}
+"""The subcommands with parsers of their own; any other command line is a run's, for Hydra."""
+
+
 def main() -> None:
-    if sys.argv[1:2] == ["export"]:
-        export(sys.argv[2:])
+    if (subcommand := SUBCOMMANDS.get(sys.argv[1] if len(sys.argv) > 1 else "")) is not None:
+        subcommand(sys.argv[2:])
         return
     run_app("gittinseval-live", _app)
 

@@ -103,8 +103,9 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         log.warning("%s", warning)
     rec = result.recommendation
     log.info(
-        "stopped (%s); %s; %s; stop signal %s; store %s",
-        result.stop_reason,
+        "%s; %s; %s; stop signal %s; store %s",
+        # Without a recommendation, the failure says the stop line's failures.
+        f"stopped ({result.stop_reason})" if rec is None else result.stop_line,
         result.ledger_line(),
         result.failure if rec is None else f"recommended {rec.label} ({_recommendation_figures(rec)})",
         "fired" if result.stop_signal else "not fired",

@@ -27,7 +27,8 @@ from gittinseval.live.config import LiveConfig
 from gittinseval.live.evaluator import Evaluator
 from gittinseval.live.failures import ScoringError, is_transient
 from gittinseval.live.ledger import Attempt
-from gittinseval.live.result import LiveResult
+from gittinseval.live.rate_limits import WaitClock
+from gittinseval.live.result import LiveResult, describe_failure
 from gittinseval.live.status import GradingWarnings
 from gittinseval.live.task import LiveTask
 from gittinseval.live.tracking import LiveTracker, start_tracking
@@ -78,7 +79,8 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     function runs in a pool of ``config.concurrency`` threads; a coroutine
     function runs on the event loop with at most ``concurrency`` calls in flight.
     The costs, the conversion of lambda to dollars and the store are those of
-    :class:`Evaluator`.
+    :class:`Evaluator`.  A ``score_fn`` with a ``check_ready()`` method has it called
+    first: its error (an unset API key) ends the run before any store or call.
 
     Budget: every scoring call is in the store's ledger before it is sent, and one
     starts (a request's first call, or a retry) only while ``spent + expected cost
@@ -96,15 +98,17 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     ``stop_at_signal``; at the confidence stop ``config.stop_when`` (checked after
     each tell: :meth:`Evaluator.confident`); when the policy has nothing more to ask; after a
     ``score_fn`` call has failed transiently ``max_retries + 1`` times (waiting
-    ``retry_backoff * 2**attempt`` seconds between attempts; transient: see
-    :func:`~gittinseval.live.failures.is_transient`); at once on any other failure
-    or on invalid scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
+    ``retry_backoff * 2**attempt`` seconds between attempts, or as long as a 429 asked: the
+    failure's ``retry_after``; transient: see :func:`~gittinseval.live.failures.is_transient`); at once on any
+    other failure or on invalid scores or no cost; or on Ctrl-C (a cancellation of this coroutine).  In each
     case no new call starts, the calls in flight are awaited and recorded, and
     the store is closed.  A second Ctrl-C while waiting abandons them: their
     requests stay issued-but-untold in the store, a resumed run sends them again,
-    and the abandoned calls are charged as expected (their outcome is unknown).  If
+    and the abandoned calls are charged as expected at once (lost: their outcome is
+    unknown), so the result counts them as the resumed run will.  If
     nothing was scored, the result has no recommendation (see
-    :attr:`LiveResult.failure`).  ``config.on_tell(request, scores, cost)`` is
+    :attr:`LiveResult.failure`); a run that ends after failed calls says the last one
+    (:attr:`LiveResult.stop_line`).  ``config.on_tell(request, scores, cost)`` is
     called after each tell.
 
     Logging: ``config.logger`` is an object of the ``logger=`` group
@@ -116,6 +120,9 @@ async def evaluate_async(task: LiveTask, config: LiveConfig) -> LiveResult:
     """
     if task.score_fn is None:
         raise ValueError("the task has no score_fn: a live run needs one (or drive an Evaluator by ask/tell)")
+    # A scorer that knows no call can succeed (an unset API key) says why before a store is made or a call sent.
+    if (check_ready := getattr(task.score_fn, "check_ready", None)) is not None:
+        check_ready()
     evaluator = Evaluator(task, config)
     if evaluator.store.path is not None:
         told = len(evaluator.trace()["step"])
@@ -148,6 +155,11 @@ class _AsyncRun:
         self.tracker = tracker
         self.arms, self.examples = list(task.arms), list(task.examples)
         self.call = _ScoreCall(task.score_fn, config.concurrency)
+        # A scorer that keeps rate limits has its own clock of their waits; the waits after a 429 add to it.
+        waits = getattr(task.score_fn, "limit_waits", None)
+        self.limit_waits = waits if isinstance(waits, WaitClock) else WaitClock()
+        self.waited_before = self.limit_waits.seconds
+        self.provider_label: Callable[[Any], str] | None = getattr(task.score_fn, "provider_label", None)
         self.in_flight: set[asyncio.Future] = set()
         """The scoring calls started and not yet recorded, each with its retries."""
         self.halted: str | None = None
@@ -156,6 +168,8 @@ class _AsyncRun:
         """The first failure that halted the run."""
         self.error_where: str | None = None
         """The arm and the examples of that failure's call."""
+        self.last_failure: str | None = None
+        """The last failed call, retried or not (:func:`~gittinseval.live.result.describe_failure`)."""
         self.grading = GradingWarnings()
         self.interrupted = False
         """Whether a Ctrl-C (a cancellation) came: a second one abandons the calls in flight."""
@@ -201,6 +215,12 @@ class _AsyncRun:
         self.tracker.finish(result.summary())
         return result
 
+    @property
+    def limit_wait(self) -> float:
+        """Seconds of this run during which a call waited for a rate limit (:class:`~gittinseval.live.rate_limits.
+        WaitClock`)."""
+        return self.limit_waits.seconds - self.waited_before
+
     def blocker(self) -> str | None:
         """Why no new scoring call may start, or ``None``: spent plus the expected cost of the calls
         in flight must stay below the budget."""
@@ -235,8 +255,9 @@ class _AsyncRun:
 
     def interrupt(self) -> None:
         """A cancellation (Ctrl-C): the first starts no new call and waits for the calls in flight, and has
-        a second Ctrl-C cancel again; the second abandons the calls in flight, which the store keeps as
-        started (a resumed run charges them as expected and sends them again)."""
+        a second Ctrl-C cancel again; the second abandons the calls in flight, settled as lost and charged as
+        expected at once (:meth:`Evaluator.abandon_calls`), so that the stop line counts them as a resumed
+        run does; their requests stay outstanding, and a resumed run asks them again."""
         if not self.interrupted:
             log.warning(
                 "interrupted: waiting for %d requests in flight (Ctrl-C again abandons them)", len(self.in_flight)
@@ -245,13 +266,13 @@ class _AsyncRun:
             self.halted = self.halted or "interrupted"
             self.ctrl_c.cancel_on_ctrl_c(asyncio.current_task())
             return
-        if self.in_flight:
-            log.warning(
-                "abandoned %d calls in flight: a resumed run charges them as expected and sends them again",
-                len(self.in_flight),
-            )
         for future in self.in_flight:
             future.cancel()
+        # A cancelled call never records its outcome: it is lost now, as a resume would find it.
+        if abandoned := self.evaluator.abandon_calls():
+            log.warning(
+                "abandoned %d calls in flight: charged as expected (lost); a resumed run sends them again", abandoned
+            )
 
     def halt_on(self, failure: BaseException, where: str, trace: bool = False) -> None:
         """Start no new call: ``failure`` of the call ``where`` stops the run (``trace``: log its traceback)."""
@@ -273,14 +294,17 @@ class _AsyncRun:
             except Exception as failure:  # noqa: BLE001 - every failure is recorded, then retried or stops the run
                 evaluator.fail_attempt(attempt, failure)
                 where = _where(evaluator, attempt, failure)
+                self.last_failure = describe_failure(failure, where)
                 if not is_transient(failure) or retry == self.config.max_retries:
                     # An exception of the user's own code, not a classified failure: where it was raised.
                     own_code = not isinstance(failure, ScoringError)
                     self.halt_on(failure, f"{where}, {_raised_at(failure)}" if own_code else where, trace=own_code)
                     return None
-                delay = self.config.retry_backoff * 2**retry
+                asked = getattr(failure, "retry_after", None)  # a 429's wait, in place of the backoff
+                delay = self.config.retry_backoff * 2**retry if asked is None else asked
                 log.warning("%s: call %d failed (%s); retrying in %.3g s", where, retry + 1, failure, delay)
-                await asyncio.sleep(delay)
+                with self.limit_waits.waiting() if asked is not None else contextlib.nullcontext():
+                    await asyncio.sleep(delay)
                 # A stopping rule lets the calls in flight finish; the budget and a halt do not.
                 if (reason := self.blocker()) not in (None, StopReason.POLICY, StopReason.CONFIDENCE):
                     if reason == StopReason.BUDGET:
@@ -329,14 +353,18 @@ class _AsyncRun:
         sure = "" if certificate is None else f" P(within {certificate.eps:g})={certificate.prob_eps_best:.2f}"
         # Under the value objective the run recommends by the value's LCB, and the certificate is the value's.
         shown = f"LCB={rec.lcb:.3f}" if rec.value is None else f"value={rec.value:.3f} value LCB={rec.value_lcb:.3f}"
+        waited = self.limit_wait
         self.bar.set_postfix_str(
             f"best {rec.label} M={rec.mean:.3f} {shown}{sure} stop={stop}"
+            + (f" rate-limit wait {waited:.1f}s" if waited else "")
             + (f" WARNING: {warnings[0]}" if warnings else ""),
             refresh=False,
         )
 
     def result(self, stop_reason: str) -> LiveResult:
         evaluator = self.evaluator
+        providers = [self.provider_label(arm) for arm in self.arms] if self.provider_label is not None else []
+        spent = evaluator.ledger.spent_by_arm
         return LiveResult(
             recommendation=evaluator.recommend(),
             spent=evaluator.spent,
@@ -351,9 +379,15 @@ class _AsyncRun:
             store=evaluator.store.path,
             error=self.error,
             error_where=self.error_where,
+            last_failure=self.last_failure,
+            calls_charged_as_expected=evaluator.calls_charged_as_expected,
             warnings=evaluator.score_warnings(),
             diagnostics=evaluator.policy.diagnostics(),
             certificate=evaluator.certificate(),
+            limit_wait=self.limit_wait,
+            spent_by_provider={
+                name: sum(spent.get(arm, 0.0) for arm, of in enumerate(providers) if of == name) for name in providers
+            },
         )
 
 

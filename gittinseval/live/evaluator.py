@@ -35,6 +35,9 @@ from gittinseval.live.usage import Usage
 
 __all__ = ["Evaluator"]
 
+ABANDONED = "abandoned in flight (a second Ctrl-C): its outcome is unknown"
+"""The error recorded for a call that its driver abandoned."""
+
 
 class Evaluator:
     """A policy as an ask/tell loop over live scores, recorded in SQLite.
@@ -234,6 +237,11 @@ class Evaluator:
         return self.ledger.charged_as_expected
 
     @property
+    def calls_charged_as_expected(self) -> int:
+        """How many finished calls :attr:`charged_as_expected` counts (charged as expected in whole or part)."""
+        return self.ledger.calls_charged_as_expected
+
+    @property
     def attempt_counts(self) -> dict[str, int]:
         """Finished scoring calls by outcome: ``scored``, ``failed`` and ``lost``."""
         return dict(self.ledger.counts)
@@ -352,6 +360,17 @@ class Evaluator:
         except ValueError as malformed:  # the failure's cost is charged all the same; only its breakdown is lost
             record, error = attempt.outcome(entry.id), f"{error}; {malformed}, not kept"
         return self.state.settle(entry, record, "failed", scored, reported, uncosted, error)
+
+    def abandon_calls(self) -> int:
+        """Settle every scoring call in flight as lost, charged as expected, as reopening the store would: its
+        driver abandoned it (a second Ctrl-C), so its outcome is unknown and it may have been billed.  Its request
+        stays outstanding, handed out again by :meth:`ask`.  Returns how many calls were abandoned."""
+        abandoned = self.ledger.in_flight
+        for attempt in abandoned:
+            entry = self.state.entry_in_flight(attempt)
+            self.state.settle(entry, attempt.outcome(entry.id), "lost", {}, None, 0, ABANDONED)
+            self.state.hand_out_again(attempt.request.arm)
+        return len(abandoned)
 
     def _partial_scores(self, attempt: Attempt, scores: list[float | None]) -> dict[int, float]:
         if len(scores) != attempt.examples.size:

@@ -9,17 +9,17 @@ the store, and writes
   column ``arm.<key>`` per setting of a mapping arm (``arm.model``, ``arm.temperature``,
   ...; a setting that is not a number, string or boolean as JSON text), ``example`` (its
   position in the task's examples), ``score``, ``dollars``, ``billed_dollars``,
-  ``tokens_in``, ``tokens_out``, ``tokens_reasoning``, ``request``, ``attempt`` (the ledger row that scored
-  it), ``attempt_number`` (1 for its request's first call) and ``time`` (Unix seconds
+  ``tokens_in``, ``tokens_out``, ``tokens_reasoning``, ``cached``, ``request``, ``attempt`` (the ledger row
+  that scored it), ``attempt_number`` (1 for its request's first call) and ``time`` (Unix seconds
   when it was recorded);
 - ``<out>.attempts.<format>``, the ledger, one row per scoring call: ``attempt``,
   ``request``, ``arm``, ``arm_label``, ``attempt_number``, ``examples`` (the ids it asked
   for, as a JSON list), ``n_examples``, ``status`` (``scored``, ``failed``, ``lost``, or
   null while in flight), ``expected_dollars``, ``reported_dollars`` (null: the call
   reported none), ``dollars`` (what the run charged), ``charged_as_expected``,
-  ``billed_dollars``, ``tokens_in``, ``tokens_out`` and ``tokens_reasoning`` (the sums
+  ``billed_dollars``, ``tokens_in``, ``tokens_out``, ``tokens_reasoning`` and ``n_cached`` (the sums
   of the call's usage over its examples, failed calls included: null where it reported
-  no usage, and a token sum null where one example's count is unknown), ``started_at``, ``finished_at`` (Unix
+  no usage, and a sum null where one example's count is unknown), ``started_at``, ``finished_at`` (Unix
   seconds) and ``error``.
 
 Money is in the run's unit: dollars, or examples under ``cost=unit``.  The ledger's
@@ -38,6 +38,12 @@ without them, inspect tasks and stores made before the column null.  Where every
 has one, the ``billed_dollars`` of a run whose calls all succeeded sum to its spend; a
 failed call's bill is in the cells' ``dollars`` (their request's share), not in the
 ``billed_dollars`` of the cells a retry scored.
+
+``cached`` marks a cell whose reply the response cache served
+(:mod:`gittinseval.live.response_cache`): its call billed it nothing (``billed_dollars`` 0),
+and its tokens are those of the stored reply, billed to the run that first paid for it; a
+call's ``n_cached`` counts its examples served so.  Both are null where the scorer does not
+say (inspect tasks, a plain ``score_fn``) and in a store made before the column.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from typing import Any
 import pyarrow as pa
 
 from gittinseval.data.long_table import LONG_FORMATS
-from gittinseval.live.run_store import STORE_FORMAT, table_columns
+from gittinseval.live.run_store import ADDED_COLUMNS, STORE_FORMAT, table_columns
 from gittinseval.live.task import arm_labels_of_names
 from gittinseval.utils.errors import UsageError
 
@@ -77,7 +83,7 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         "requests": "SELECT id, examples FROM requests",
         "cells": "SELECT arm, example, score, time, request, attempt FROM cells ORDER BY arm, example",
         # A store made before the usage table has none (opening it for writing adds it, empty).
-        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out, {reasoning} FROM usage "
+        "usage": "SELECT attempt, example, dollars, tokens_in, tokens_out, {tokens_reasoning}, {cached} FROM usage "
         "ORDER BY attempt, example",
     }
     try:
@@ -88,9 +94,9 @@ def _snapshot(path: Path) -> dict[str, list[tuple]]:
         connection.execute("BEGIN")  # deferred: one snapshot from the first read to the COMMIT, writers go on
         rows = {name: connection.execute(query).fetchall() for name, query in queries.items() if name != "usage"}
         columns = table_columns(connection, "usage")
-        # A store made before tokens_reasoning, not opened for writing since, lacks the column: unknown counts.
-        reasoning = "tokens_reasoning" if "tokens_reasoning" in columns else "NULL"
-        usage = queries["usage"].format(reasoning=reasoning)
+        # A store made before an added column, not opened for writing since, lacks it: unknown values.
+        added = {column: column if column in columns else "NULL" for table, column in ADDED_COLUMNS if table == "usage"}
+        usage = queries["usage"].format(**added)
         rows["usage"] = connection.execute(usage).fetchall() if columns else []
         connection.execute("COMMIT")
     except sqlite3.Error as error:
@@ -125,8 +131,8 @@ def _settings_columns(names: list[str]) -> dict[str, list[Any]]:
     return columns
 
 
-# (dollars, tokens_in, tokens_out, tokens_reasoning) of a cell or call without usage rows.
-_NO_BILL = (None, None, None, None)
+# (dollars, tokens_in, tokens_out, tokens_reasoning, cached) of a cell or call without usage rows.
+_NO_BILL = (None, None, None, None, None)
 
 
 def _sum_of_known(counts: tuple[int | None, ...]) -> int | None:
@@ -134,9 +140,9 @@ def _sum_of_known(counts: tuple[int | None, ...]) -> int | None:
     return None if None in counts else sum(counts)
 
 
-def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None, int | None]]:
-    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out, tokens_reasoning)`` summed over its
-    examples."""
+def _call_bills(usage: list[tuple]) -> dict[int, tuple[float, int | None, int | None, int | None, int | None]]:
+    """Per attempt with usage rows, ``(dollars, tokens_in, tokens_out, tokens_reasoning, n_cached)`` summed over
+    its examples."""
     examples_bills: dict[int, list[tuple]] = defaultdict(list)
     for attempt, _, *bill in usage:
         examples_bills[attempt].append(bill)
@@ -180,6 +186,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "tokens_in": pa.array([bill[1] for bill in ledger_bills], pa.int64()),
         "tokens_out": pa.array([bill[2] for bill in ledger_bills], pa.int64()),
         "tokens_reasoning": pa.array([bill[3] for bill in ledger_bills], pa.int64()),
+        "n_cached": pa.array([bill[4] for bill in ledger_bills], pa.int64()),
         "started_at": pa.array([row[5] for row in ledger], pa.float64()),
         "finished_at": pa.array([row[6] for row in ledger], pa.float64()),
         "error": pa.array([row[11] for row in ledger], pa.string()),
@@ -200,6 +207,7 @@ def store_tables(store: str | Path) -> tuple[pa.Table, pa.Table]:
         "tokens_in": pa.array([bill[1] for bill in cell_bills], pa.int64()),
         "tokens_out": pa.array([bill[2] for bill in cell_bills], pa.int64()),
         "tokens_reasoning": pa.array([bill[3] for bill in cell_bills], pa.int64()),
+        "cached": pa.array([None if bill[4] is None else bool(bill[4]) for bill in cell_bills], pa.bool_()),
         "request": pa.array([row[4] for row in cells], pa.int64()),
         "attempt": pa.array([row[5] for row in cells], pa.int64()),
         "attempt_number": pa.array([number[row[5]] for row in cells], pa.int64()),

@@ -24,6 +24,8 @@ class ScoringError(Exception):
         example: the position in the batch of the example the failure is about, if one.
         usage: what each example of the batch was billed (:class:`~gittinseval.live.usage.Usage`),
             if known; its sum is the ``cost`` when no ``cost`` is given.
+        retry_after: seconds the provider asked to wait before the call is sent again (a 429's
+            ``Retry-After``), which the driver waits in place of its own backoff; ``None``: it did not say.
     """
 
     def __init__(
@@ -35,8 +37,10 @@ class ScoringError(Exception):
         uncosted: int = 0,
         example: int | None = None,
         usage: Usage | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
+        self.retry_after = retry_after
         self.scores = None if scores is None else list(scores)
         self.cost = usage.cost if cost is None and usage is not None else cost
         self.uncosted = int(uncosted)

@@ -7,16 +7,25 @@ answers each example correctly, every other model answers ``"0"``.  Serve one fo
     python -m gittinseval.live.fake_server --examples my_task/questions.jsonl --good-model big-model
 
 ``--reasoning-tokens 50`` (or ``--reasoning-tokens big-model=50``) makes the replies bill hidden
-reasoning tokens as a reasoning model's do.
+reasoning tokens as a reasoning model's do.  Its bill (calls, tokens and dollars per model, at
+``--prices``) is served at ``GET /bill`` (JSON) and printed when it stops (Ctrl-C, or ``kill``),
+so that a run's spend can be checked against it.
 """
 
 import json
+import math
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from gittinseval.live.rate_limits import BURST_SECONDS
+from gittinseval.live.tasks.prices import load_prices
+
 PRICES = {"good-model": {"input": 2.0, "output": 8.0}, "bad-model": {"input": 0.5, "output": 1.0}}
 COMPLETION_TOKENS = 3
+DEFAULT_PORT = 8791
+"""The port of ``python -m gittinseval.live.fake_server`` without ``--port``."""
 
 
 class FakeChatServer:
@@ -37,13 +46,27 @@ class FakeChatServer:
     than completion tokens; all four billed, reported wrongly).
     ``latency`` seconds pass before each answer.  The calls after the first
     ``block_after`` wait for ``release`` before they are answered (they still arrive
-    and are counted in ``received``).
+    and are counted in ``received``).  ``rpm``: a cap of requests per minute, kept as a provider may keep
+    it, a leaky bucket that holds ``BURST_SECONDS`` of the rate (at least one request) and drains at
+    ``rpm / 60`` per second, with ``jitter`` seconds of the rate more (a client's evenly spaced requests
+    arrive a little unevenly); a request above it is answered at once with a 429 (unbilled, not counted in
+    the bucket, counted in ``rate_limited``) whose ``Retry-After`` and ``retry-after-ms`` say when it
+    would fit.  ``GET /bill`` (or ``/v1/bill``) answers :meth:`bill`.
+    ``prices``: USD per 1M tokens by model, a mapping or :class:`~gittinseval.live.tasks.prices.Prices`
+    (a model is found by its name after a provider, as the chat scorer finds it).
     """
 
     def __init__(
         self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}.",
-        port=0, completion_tokens=None, reasoning_tokens=None,
+        port=0, completion_tokens=None, reasoning_tokens=None, rpm=None, jitter=1.0,
     ):
+        if rpm is not None and not (math.isfinite(rpm) and rpm > 0):
+            raise ValueError(f"rpm must be a positive number of requests per minute, or None, got {rpm!r}")
+        self.rpm = rpm
+        self.jitter = jitter
+        self.rate_limited = 0
+        self._level = 0.0  # the bucket of the rpm cap: its requests, and when it last drained
+        self._drained_at = time.monotonic()
         self.answers = answers
         self.reply = reply
         self.good_model = good_model
@@ -68,20 +91,39 @@ class FakeChatServer:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):
+                found = self.path in ("/bill", "/v1/bill")
+                data = json.dumps(server.bill() if found else {"error": {"message": "GET serves /bill only"}})
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data.encode())))
+                self.end_headers()
+                self.wfile.write(data.encode())
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.received += 1
+                    wait = server.admit()
                     blocked = server.block_after is not None and server.received > server.block_after
-                    action = server.plan.pop(0) if server.plan else "ok"
-                if server.latency:
+                    action = server.plan.pop(0) if server.plan and wait is None else "ok"
+                if wait is not None:  # above the rpm cap: answered at once
+                    action, message = 429, f"rate limit of {server.rpm:g} requests per minute reached"
+                    limit = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(math.ceil(wait * 1000)),
+                             "x-ratelimit-limit-requests": f"{server.rpm:g}", "x-ratelimit-remaining-requests": "0",
+                             "x-ratelimit-reset-requests": f"{math.ceil(wait * 1000)}ms"}
+                else:
+                    message, limit = f"planned failure {action}", {}
+                if server.latency and wait is None:
                     time.sleep(server.latency)
-                if blocked:
+                if blocked and wait is None:
                     server.release.wait(timeout=60)
                 if self.path != "/v1/chat/completions" or isinstance(action, int):
                     self.send_response(action if isinstance(action, int) else 404)
                     self.send_header("Content-Type", "application/json")
-                    data = json.dumps({"error": {"message": f"planned failure {action}"}}).encode()
+                    for name, value in limit.items():
+                        self.send_header(name, value)
+                    data = json.dumps({"error": {"message": message}}).encode()
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -123,6 +165,21 @@ class FakeChatServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
+    def admit(self):
+        """Count a request arriving now against the ``rpm`` cap (under ``lock``): ``None`` when it fits (or there
+        is no cap), else the seconds until it would fit, and it is not counted."""
+        if self.rpm is None:
+            return None
+        now, rate = time.monotonic(), self.rpm / 60
+        self._level = max(0.0, self._level - (now - self._drained_at) * rate)
+        self._drained_at = now
+        excess = self._level + 1 - max(1.0, rate * BURST_SECONDS) - rate * self.jitter
+        if excess > 0:
+            self.rate_limited += 1
+            return excess / rate
+        self._level += 1
+        return None
+
     def reasoning_of(self, model):
         """The reasoning tokens of each reply of ``model``."""
         if isinstance(self.reasoning_tokens, int):
@@ -131,7 +188,9 @@ class FakeChatServer:
 
     def bill(self):
         """The bill per model: ``{model: {"calls", "tokens_in", "tokens_out", "tokens_reasoning", "dollars"}}``,
-        ``tokens_out`` with the reasoning tokens, which are billed once, in it, at the output price."""
+        ``tokens_out`` with the reasoning tokens, which are billed once, in it, at the output price; ``dollars``
+        ``None`` for a model that ``prices`` does not price."""
+        prices = load_prices(self.prices)
         bill = {}
         with self.lock:
             for model, tokens, completion in self.billed:
@@ -142,22 +201,48 @@ class FakeChatServer:
                 line["tokens_in"] += tokens
                 line["tokens_out"] += completion
                 line["tokens_reasoning"] += self.reasoning_of(model)
-                price = self.prices[model]
-                line["dollars"] += (tokens * price["input"] + completion * price["output"]) / 1e6
+                price = _price(prices, model)  # None for every call of an unpriced model
+                line["dollars"] = None if price is None else line["dollars"] + price.dollars(tokens, completion)
         return bill
 
     def cost_of_calls(self):
-        """Dollars of every billed call at ``prices`` (USD per 1M tokens)."""
-        with self.lock:
-            return sum(
-                (tokens * self.prices[model]["input"] + completion * self.prices[model]["output"]) / 1e6
-                for model, tokens, completion in self.billed
-            )
+        """Dollars of every billed call at ``prices`` (USD per 1M tokens): the sum of the :meth:`bill`."""
+        return sum(line["dollars"] for line in self.bill().values())
 
     def close(self):
         self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _price(prices, model):
+    """The price of ``model`` in ``prices`` (:class:`~gittinseval.live.tasks.prices.Prices`), ``None`` without one."""
+    try:
+        return prices.price(model)
+    except ValueError:
+        return None
+
+
+def bill_lines(bill):
+    """:meth:`FakeChatServer.bill` as text: a line per model, then the total, dollars as the run's ledger line
+    shows them (``.6g``)."""
+    def calls(count):
+        return f"{count} call{'' if count == 1 else 's'}"
+
+    lines = ["bill:"]
+    for model, line in bill.items():
+        dollars = "no price" if line["dollars"] is None else f"${line['dollars']:.6g}"
+        lines.append(
+            f"  {model}: {calls(line['calls'])}, {line['tokens_in']} tokens in, {line['tokens_out']} tokens out "
+            f"({line['tokens_reasoning']} of them reasoning), {dollars}"
+        )
+    priced = [line["dollars"] for line in bill.values() if line["dollars"] is not None]
+    unpriced = len(bill) - len(priced)
+    lines.append(
+        f"  total: {calls(sum(line['calls'] for line in bill.values()))}, ${sum(priced):.6g}"
+        + (f" (and {unpriced} unpriced model{'' if unpriced == 1 else 's'})" if unpriced else "")
+    )
+    return "\n".join(lines)
 
 
 def main():
@@ -166,19 +251,32 @@ def main():
     import argparse
 
     from gittinseval.live.tasks.prompts import PromptTemplate
-    from gittinseval.live.tasks.scoring import read_jsonl
+    from gittinseval.live.tasks.scoring import bundled_prices, read_jsonl
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--examples", required=True, help="the .jsonl of examples")
     parser.add_argument("--prompt", default="{prompt}", help="the task's prompt template")
     parser.add_argument("--good-model", required=True)
     parser.add_argument("--reply", default="The answer is {answer}.")
-    parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(
         "--reasoning-tokens", action="append", default=[], metavar="[MODEL=]N",
         help="hidden reasoning tokens of each reply (of MODEL's replies, repeatable), billed once as output tokens",
     )
+    parser.add_argument(
+        "--rpm", type=float, help="a cap of requests per minute: a request above it is answered 429 with Retry-After",
+    )
+    parser.add_argument(
+        "--prices", help="USD per 1M tokens of each model, for the bill: a prices file, as a chat task's "
+        "score_fn.prices (default: gittinseval/live/examples/prices.yaml)",
+    )
     args = parser.parse_args()
+    try:
+        prices = load_prices(args.prices or bundled_prices())
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
+    if args.rpm is not None and not (math.isfinite(args.rpm) and args.rpm > 0):
+        parser.error(f"--rpm takes a positive number of requests per minute, got {args.rpm:g}")
     reasoning = {}
     for setting in args.reasoning_tokens:
         model, _, count = setting.rpartition("=")
@@ -191,13 +289,19 @@ def main():
     answers = {template.render(example): example["answer"] for example in read_jsonl(args.examples)}
     server = FakeChatServer(
         answers, good_model=args.good_model, reply=args.reply, port=args.port,
-        reasoning_tokens=reasoning.get("", reasoning),
+        reasoning_tokens=reasoning.get("", reasoning), prices=prices, rpm=args.rpm,
     )
+    if threading.current_thread() is threading.main_thread():  # signals can be handled there only
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does, with its bill
     print(f"fake chat endpoint at {server.base_url}", flush=True)
+    print(f"its bill: GET {server.base_url}/bill, and printed here when it stops", flush=True)
     try:
         server.thread.join()
     except KeyboardInterrupt:
+        pass
+    finally:
         server.close()
+        print(bill_lines(server.bill()), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ any) and ``u`` its examples of unknown cost, the call is charged
   in flight), all of it charged as expected: it may have been billed.
 
 :attr:`Ledger.spent` is the sum of every charge, over every session of the store, and
-:attr:`Ledger.charged_as_expected` the part charged at the expected cost.
+:attr:`Ledger.charged_as_expected` the part charged at the expected cost.  :attr:`Ledger.spent_by_arm`
+splits the spend by arm, which a run groups by the arms' providers (``LiveResult.spent_by_provider``).
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ class Ledger:
         self.costs = costs
         self.spent = 0.0
         self.charged_as_expected = 0.0
+        self.calls_charged_as_expected = 0
+        """The finished calls charged as expected in whole or part."""
+        self.spent_by_arm: dict[int, float] = {}
+        """:attr:`spent` by arm (an arm without a charge has none)."""
         self.counts = {"scored": 0, "failed": 0, "lost": 0}
         self._n_scored = 0
         self._in_flight: dict[int, Attempt] = {}
@@ -95,6 +100,11 @@ class Ledger:
         if self.costs is not None:
             return n_examples * float(self.costs[arm])
         return n_examples * (self.spent / self._n_scored if self._n_scored else 0.0)
+
+    @property
+    def in_flight(self) -> list[Attempt]:
+        """The scoring calls in flight (started and not finished), oldest first."""
+        return list(self._in_flight.values())
 
     @property
     def expected_in_flight(self) -> float:
@@ -174,7 +184,9 @@ class Ledger:
         if entry.id != attempt.request:
             raise ValueError(f"store {self.store.path}: attempt {attempt.id} is not of arm {attempt.arm}'s request")
         self.spent += attempt.charged
+        self.spent_by_arm[attempt.arm] = self.spent_by_arm.get(attempt.arm, 0.0) + attempt.charged
         self.charged_as_expected += attempt.charged_as_expected
+        self.calls_charged_as_expected += attempt.charged_as_expected > 0
         self.counts[attempt.outcome] += 1
         self._n_scored += len(attempt.scored)
         entry.scored.update(attempt.scored)

@@ -29,13 +29,15 @@ Tables (all written by the evaluator, readable by any SQLite client):
   primary key ``(arm, example)`` so that no example of an arm is stored twice.
   A batch that failed part-way keeps the cells it scored; the policy sees them
   when its request is complete.
-- ``usage(attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning)``: what
+- ``usage(attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning, cached)``: what
   each example of a call was billed, for calls whose scorer reports it example by
   example (:class:`~gittinseval.live.usage.Usage`; token counts NULL where unknown;
-  ``tokens_reasoning`` are a part of ``tokens_out``).  A store made before this table
-  existed gets it, empty, when it is next opened, and one made before
-  ``tokens_reasoning`` gets the column, NULL in its rows: additions like these leave
-  the format as it is, since an older store reads as one whose scorer reported less.
+  ``tokens_reasoning`` are a part of ``tokens_out``; ``cached`` 1 for a reply the
+  response cache served, at 0 dollars, 0 for one the provider billed, NULL where the
+  scorer does not say).  A store made before this table existed gets it, empty, when it
+  is next opened, and one made before ``tokens_reasoning`` or ``cached`` gets the column,
+  NULL in its rows: additions like these leave the format as it is, since an older store
+  reads as one whose scorer reported less.
 
 ``issued_seq``, ``closed_seq``, ``started_seq`` and ``finished_seq`` number the
 run's events in one sequence, so that a resumed run replays them in the order
@@ -122,11 +124,12 @@ CREATE TABLE IF NOT EXISTS usage (
     tokens_in INTEGER,
     tokens_out INTEGER,
     tokens_reasoning INTEGER,
+    cached INTEGER,
     PRIMARY KEY (attempt, example)
 );
 """
 
-ADDED_COLUMNS = {("usage", "tokens_reasoning"): "INTEGER"}
+ADDED_COLUMNS = {("usage", "tokens_reasoning"): "INTEGER", ("usage", "cached"): "INTEGER"}
 """Columns added to a table of :data:`SCHEMA` after stores of this format were written: ``(table, column)`` ->
 type.  Opening an older store adds them (NULL in its rows); a reader of a store opened read-only finds them
 missing (:func:`table_columns`)."""
@@ -351,11 +354,12 @@ class RunStore:
                     usage.tokens_in,
                     usage.tokens_out,
                     usage.tokens_reasoning,
+                    usage.cached,
                     strict=True,
                 )
                 cursor.executemany(
-                    "INSERT INTO usage (attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO usage (attempt, example, dollars, tokens_in, tokens_out, tokens_reasoning, cached) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [(attempt_id, *bill) for bill in bills],
                 )
             if told_cost is not None:

@@ -1,4 +1,5 @@
-"""What a scoring call was billed for each example of its batch: dollars, input, output and reasoning tokens."""
+"""What a scoring call was billed for each example of its batch: dollars, input, output and reasoning tokens, and
+whether the reply came from the response cache."""
 
 from __future__ import annotations
 
@@ -30,12 +31,16 @@ class Usage:
             ``tokens_out``, as OpenAI's ``usage.completion_tokens_details.reasoning_tokens`` are of
             ``completion_tokens``, billed once at the output price: never added to ``tokens_out`` or
             to ``dollars`` a second time.
+        cached: ``[m]`` whether each example's reply came from the response cache
+            (:mod:`gittinseval.live.response_cache`: billed nothing, ``dollars`` 0, its tokens those of the
+            stored reply), ``None`` where unknown (the default: a ``score_fn`` without a cache).
     """
 
     dollars: Sequence[float]
     tokens_in: Sequence[int | None]
     tokens_out: Sequence[int | None]
     tokens_reasoning: Sequence[int | None] | None = None
+    cached: Sequence[bool | None] | None = None
 
     def __post_init__(self) -> None:
         dollars = tuple(float(value) for value in self.dollars)
@@ -51,6 +56,10 @@ class Usage:
             if any(value is not None and value < 0 for value in tokens):
                 raise ValueError(f"usage: {name} must be non-negative, got {list(tokens)[:5]}")
             object.__setattr__(self, name, tokens)
+        cached = (None,) * len(dollars) if self.cached is None else tuple(self.cached)
+        if len(cached) != len(dollars) or any(flag not in (None, True, False) for flag in cached):
+            raise ValueError(f"usage: cached must be {len(dollars)} booleans (or None), got {list(cached)[:5]}")
+        object.__setattr__(self, "cached", tuple(None if flag is None else bool(flag) for flag in cached))
         pairs = zip(self.tokens_reasoning, self.tokens_out, strict=True)
         if any(None not in pair and pair[0] > pair[1] for pair in pairs):
             # More reasoning than output tokens: tokens_out (and so the charge) leaves them out.

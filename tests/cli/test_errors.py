@@ -90,6 +90,7 @@ def bad_input(tmp_path, matrix, server, case):
     common = [GITTINSEVAL_LIVE, "logger=none", "progress=false", f"store={store}", f"hydra.run.dir={tmp_path / 'run'}"]
     live = [*common, "task.latency=0"]
     chat = [*common, "task=openai_chat", "max_retries=0"]
+    keyless = [*chat, "task.score_fn.api_key_env=null"]  # a local server: no key needed
     example = json.dumps(read_jsonl()[0])
     unanswered = [json.dumps({"prompt": f"What is {n} + {n}?"}) for n in range(4)]
     if case == "store is a directory":
@@ -109,12 +110,15 @@ def bad_input(tmp_path, matrix, server, case):
         "store in use": live,
         "malformed JSONL": [*chat, f"task.examples.path={write_jsonl(tmp_path / 'bad.jsonl', [example, '{no'])}"],
         "empty JSONL": [*chat, f"task.examples.path={write_jsonl(tmp_path / 'empty.jsonl', ['', ' '])}"],
-        "one arm": [*chat, "task.arms=[{model: gpt-4o, max_tokens: 16}]"],
+        "one arm": [*keyless, "task.arms=[{model: gpt-4o, max_tokens: 16}]"],
         "policy that cannot run live": [*live, "policy=pbgi"],
-        "example without answer": [*chat, f"task.score_fn.base_url={closed_port_url()}", "policy.batch_size=2",
+        "example without answer": [*keyless, f"task.score_fn.base_url={closed_port_url()}", "policy.batch_size=2",
                                    f"task.examples.path={write_jsonl(tmp_path / 'q.jsonl', unanswered)}"],
-        "no server": [*chat, f"task.score_fn.base_url={closed_port_url()}"],
-        "400 reply": [*chat, f"task.score_fn.base_url={server.base_url}", "concurrency=1"],
+        "no server": [*keyless, f"task.score_fn.base_url={closed_port_url()}"],
+        "400 reply": [*keyless, f"task.score_fn.base_url={server.base_url}", "concurrency=1"],
+        "OPENAI_API_KEY unset": [*chat, f"task.score_fn.base_url={server.base_url}"],
+        "api_key_env unset": [*chat, f"task.score_fn.base_url={server.base_url}",
+                              "task.score_fn.api_key_env=NO_SUCH_KEY"],
     }
     return commands[case]
 
@@ -147,15 +151,20 @@ def rejecting_server():
         ("example without answer", 1, "FirstWord(field='answer') needs field 'answer', missing from example"),
         ("no server", 1, "no recommendation: nothing was scored; the scoring calls failed: arm "),
         ("400 reply", 1, "HTTP 400"),
+        ("OPENAI_API_KEY unset", 2, "the API key's environment variable OPENAI_API_KEY (api_key_env) is unset: export "
+                                    "OPENAI_API_KEY=<key>, or for a server that needs no key set api_key_env: null"),
+        ("api_key_env unset", 2, "the API key's environment variable NO_SUCH_KEY (api_key_env) is unset"),
     ],
 )
 def test_every_bad_input_is_one_line_with_its_exit_code(matrix, tmp_path, rejecting_server, case, code, message):
     command = bad_input(tmp_path, matrix, rejecting_server, case)
     rejecting_server.plan = [400] if case == "400 reply" else []
+    received = rejecting_server.received
     holder = None
     if case == "store in use":
         holder = Evaluator(LiveTask(["x", "y"], range(20)), LiveConfig(store=tmp_path / "live.sqlite"))
-    env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    # No case has a key: the runs that need none say so (api_key_env=null).
+    env = {key: value for key, value in os.environ.items() if key not in ("HYDRA_FULL_ERROR", "OPENAI_API_KEY")}
     try:
         result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     finally:
@@ -166,7 +175,9 @@ def test_every_bad_input_is_one_line_with_its_exit_code(matrix, tmp_path, reject
     assert result.returncode == code, result.stderr
     assert len(lines) == 1 and lines[0].startswith(f"{program}: error: "), result.stderr
     assert message in lines[0]
-    if case == "empty JSONL":
+    if case in ("empty JSONL", "OPENAI_API_KEY unset", "api_key_env unset"):
         assert not (tmp_path / "live.sqlite").exists()
+    if case.endswith("unset"):  # refused before any call
+        assert rejecting_server.received == received
     if case == "example without answer":
         assert re.search(r"the scoring calls failed: arm \d \(.*\), example \d: NonRetryableError", lines[0])

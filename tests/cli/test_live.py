@@ -1,6 +1,7 @@
 """The gittinseval-live Hydra app: its config composes, the MMLU example runs offline and resumes."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -90,6 +91,7 @@ def test_the_no_server_command_exits_non_zero_with_the_reason(tmp_path):
         "gittinseval.cli.live",
         "task=openai_chat",
         f"task.score_fn.base_url=http://127.0.0.1:{free_port()}/v1",
+        "task.score_fn.api_key_env=null",
         "budget_usd=0.05",
         "max_retries=1",
         "retry_backoff=0.01",
@@ -131,7 +133,7 @@ def test_the_live_page_python_example_runs_and_resumes(tmp_path, monkeypatch, ca
 
 def test_a_dry_run_prints_the_cost_and_makes_no_call(tmp_path):
     """dry_run=true: the arms with their labels, the expected dollars and the budget's share; the fake
-    endpoint counts zero requests and no store is made."""
+    endpoint counts zero requests and no store is made, and no key is needed."""
     server = FakeChatServer({})
     try:
         command = [
@@ -139,7 +141,8 @@ def test_a_dry_run_prints_the_cost_and_makes_no_call(tmp_path):
             f"task.score_fn.base_url={server.base_url}", "budget_usd=0.0005", "policy.batch_size=4",
             f"store={tmp_path / 'chat.sqlite'}", f"hydra.run.dir={tmp_path / 'run'}",
         ]
-        run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        env = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
+        run = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     finally:
         server.close()
     assert run.returncode == 0, run.stderr

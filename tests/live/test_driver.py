@@ -308,9 +308,10 @@ def test_the_ledger_line_counts_one_scoring_call_in_the_singular():
     assert result.ledger_line().startswith("spent $4 of a budget of $1 on 1 scoring call (1 scored, 0 failed, 0 lost)")
 
 
-def test_a_second_cancellation_abandons_the_calls_in_flight_and_a_resume_charges_them(tmp_path):
+def test_a_second_cancellation_abandons_the_calls_in_flight_charged_as_the_resume_charges_them(tmp_path):
     """Ctrl-C as the driver sees it (a cancellation of its task): the first waits for the calls in flight,
-    the second abandons them at once; the store keeps them as started, and a resume charges them as lost."""
+    the second abandons them at once, settled as lost and charged as expected then: the stop line counts them
+    as the resume does, which sends their requests again and charges them nothing more."""
     store = tmp_path / "run.sqlite"
     hanging = [True]
 
@@ -335,13 +336,18 @@ def test_a_second_cancellation_abandons_the_calls_in_flight_and_a_resume_charges
         return await asyncio.wait_for(interrupted, timeout=5)
 
     result = asyncio.run(interrupt_twice())
-    assert result.stop_reason == "interrupted" and result.spent == 0 and result.recommendation is None
+    assert result.stop_reason == "interrupted" and result.recommendation is None
+    # Two calls of two examples at $1 each: lost, $4 charged as expected, in the stop line as in the resume.
+    assert result.attempts == {"scored": 0, "failed": 0, "lost": 2} and result.spent == result.charged_as_expected == 4
+    stop_line = "spent $4 of a budget of $100 on 2 scoring calls (0 scored, 0 failed, 2 lost)"
+    assert result.ledger_line().startswith(stop_line)
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT COUNT(*) FROM attempts WHERE finished_seq IS NULL").fetchone()[0] == 2
+        assert db.execute("SELECT COUNT(*) FROM attempts WHERE finished_seq IS NULL").fetchone()[0] == 0
+        assert db.execute("SELECT SUM(charged) FROM attempts WHERE outcome = 'lost'").fetchone()[0] == 4
     hanging[0] = False
     resumed = asyncio.run(run())
     assert resumed.stop_reason == "exhausted" and resumed.attempts == {"scored": 8, "failed": 0, "lost": 2}
-    assert resumed.spent == 16 + 2 * 2 and resumed.charged_as_expected == 4
+    assert resumed.spent == 16 + result.spent and resumed.charged_as_expected == result.charged_as_expected
 
 
 def test_the_certificate_of_a_live_run_is_the_simulator_s_on_the_same_scores(bench):

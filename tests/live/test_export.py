@@ -25,7 +25,7 @@ from gittinseval.cli.configs import CONFIG_DIR
 from gittinseval.cli.live import main
 from gittinseval.data import load_matrix
 from gittinseval.data.long_table import read_long_table
-from gittinseval.live import RunStore
+from gittinseval.live import Evaluator, LiveConfig, LiveTask, RunStore, TransientError
 from gittinseval.live.export import export_paths, export_store, store_tables
 from gittinseval.live.fake_server import FakeChatServer
 from gittinseval.sim.simulator import simulate
@@ -73,6 +73,32 @@ def test_the_ledger_table_sums_to_the_spend_and_the_bill_after_a_half_failed_bat
     # Every request was told, so the cells (each its request's cost over its size) sum to the spend too.
     assert cells.num_rows == 2 * 20 and sum(cells.column("dollars").to_pylist()) == pytest.approx(result.spent)
     assert cells.column("arm.model").to_pylist() == [ARMS[arm]["model"] for arm in cells.column("arm").to_pylist()]
+
+
+def test_the_ledger_charges_a_lost_or_timed_out_call_its_expected_cost_and_sums_to_the_spend(tmp_path):
+    """The attempts table's ``dollars`` are each call's charge, not what it reported: a call that timed out
+    (it reported $0, its cost unknown) and one lost in flight are charged as expected, and the column sums to
+    the run's ``spent``, which a column of reported costs (null for the lost call) would not."""
+    store = tmp_path / "run.sqlite"
+    task = LiveTask(["a", "b"], range(8), costs=[0.25, 0.5])
+    with Evaluator(task, LiveConfig(store=store, policy=UniformPolicy(4))) as evaluator:
+        request = evaluator.ask()
+        timed_out = evaluator.start_attempt(request)
+        evaluator.fail_attempt(timed_out, TransientError("timed out", cost=0.0, uncosted=request.size))
+        evaluator.finish_attempt(evaluator.start_attempt(request), [1.0] * request.size, cost=0.1)
+        evaluator.start_attempt(evaluator.ask())  # in flight when the session ends
+    with Evaluator(task, LiveConfig(store=store, policy=UniformPolicy(4))) as reopened:  # settles it as lost
+        spent = reopened.spent
+    written = read_long_table(export_store(store, "csv", tmp_path / "run")[1]).to_pylist()
+    for attempts in (store_tables(store)[1].to_pylist(), written):
+        failed, scored, lost = attempts
+        assert [row["status"] for row in attempts] == ["failed", "scored", "lost"]
+        assert failed["reported_dollars"] == 0
+        assert failed["dollars"] == failed["expected_dollars"] == failed["charged_as_expected"] > 0
+        assert lost["reported_dollars"] is None and lost["dollars"] == lost["expected_dollars"] > 0
+        assert scored["dollars"] == scored["reported_dollars"] == 0.1
+        assert sum(row["dollars"] for row in attempts) == pytest.approx(spent, rel=1e-12)
+        assert sum(row["reported_dollars"] or 0.0 for row in attempts) < spent  # reported costs miss the unknown
 
 
 def test_the_simulator_replays_the_exported_run_cell_for_cell_at_the_ledgers_cost(live_run, tmp_path):

@@ -36,7 +36,7 @@ def run(tmp_path, name, learn_costs):
         result = evaluate(
             ARMS,
             examples,
-            OpenAIChatScorer(server.base_url, PRICES, timeout=10),
+            OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=10),
             BUDGET,
             costs=guess,
             tokens_per_example=TOKENS_PER_EXAMPLE,

@@ -55,7 +55,7 @@ def ledger(store):
 def run(examples, server, store=None, **settings):
     costs = expected_chat_costs(ARMS, PRICES, PROMPT_TOKENS, COMPLETION_TOKENS)
     options = {"costs": costs, "policy": GittinsPolicy(4), "retry_backoff": 0.001, "progress": False, **settings}
-    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=10)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=10)
     return evaluate(ARMS, examples, scorer, 1.0, store=store, **options)
 
 
@@ -154,7 +154,7 @@ def test_a_billed_reply_that_cannot_be_graded_is_charged_what_the_server_billed(
     server = FakeChatServer(answers(examples), prompt_tokens=PROMPT_TOKENS)
     costs = expected_chat_costs(ARMS, PRICES, PROMPT_TOKENS, COMPLETION_TOKENS)
     try:
-        scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=10, grader=grader)
+        scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=10, grader=grader)
         result = evaluate(ARMS, examples, scorer, 1.0, costs=costs, policy=GittinsPolicy(4), progress=False)
     finally:
         server.close()
@@ -189,7 +189,7 @@ def test_at_concurrency_8_no_call_starts_once_spent_and_calls_in_flight_reach_th
         result = evaluate(
             arms,
             examples,
-            OpenAIChatScorer(server.base_url, prices, timeout=10),
+            OpenAIChatScorer(server.base_url, prices, api_key_env=None, timeout=10),
             budget,
             costs=costs,
             policy=GittinsPolicy(2),
@@ -235,6 +235,7 @@ def chat_run_command(server, store, run_dir, concurrency):
         "gittinseval.cli.live",
         "task=openai_chat",
         f"task.score_fn.base_url={server.base_url}",
+        "task.score_fn.api_key_env=null",
         f"task.prompt_tokens={PROMPT_TOKENS}",
         f"task.completion_tokens={COMPLETION_TOKENS}",
         "budget_usd=1.0",
@@ -325,7 +326,15 @@ def test_ctrl_c_exits_130_a_second_abandons_the_calls_at_once_and_a_resume_is_ch
     assert "Traceback" not in output and "KeyboardInterrupt" not in output
     assert "interrupted: waiting for 3 requests in flight (Ctrl-C again abandons them)" in output
     assert "abandoned 3 calls in flight" in output
-    assert len([line for line in output.splitlines() if "stopped (interrupted); spent $" in line]) == 1
+    (stop_line,) = [line for line in output.splitlines() if "stopped (interrupted); spent $" in line]
     summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
     assert summary["stop_reason"] == "exhausted" and summary["n_cells"] == 3 * len(examples)
     assert summary["attempts"]["lost"] == 3 and summary["spent"] == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    # The stop line counted the abandoned calls as the resume charges them: lost, at their expected cost.
+    stopped = json.loads((tmp_path / "interrupted" / "summary.json").read_text())
+    lost = [row for row in ledger(store) if row[2] == "lost"]
+    assert stopped["attempts"]["lost"] == len(lost) == 3 and ", 3 lost); " in stop_line
+    assert stopped["charged_as_expected"] > 0
+    for charged in (summary["charged_as_expected"], sum(row[4] for row in lost)):
+        assert stopped["charged_as_expected"] == pytest.approx(charged, rel=1e-12)
+    assert f"charged as expected (calls of unknown cost): ${stopped['charged_as_expected']:.6g}; " in stop_line

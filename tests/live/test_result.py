@@ -5,6 +5,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from gittinseval.core.certificate import posterior_from_statistics
 from gittinseval.live.failures import NonRetryableError
@@ -62,3 +63,39 @@ def test_the_summary_is_json_and_reads_the_recommendation_and_the_table():
     empty = result(recommendation=None, stop_reason="exhausted").summary()
     assert all(empty[key] is None for key in empty if key.startswith("recommended"))
     assert empty["failure"] == "no recommendation: nothing was scored; stopped (exhausted)"
+
+
+TIMEOUT = "arm 1 (large), example 4: TransientError: http://127.0.0.1:1/v1/chat/completions: Request timed out."
+
+
+@pytest.mark.parametrize(
+    ("fields", "stop_line"),
+    [
+        ({"charged_as_expected": 0.0}, "stopped (budget)"),
+        # Timeouts charged as expected reached the budget: how many, how much, and the last failure.
+        ({"charged_as_expected": 0.0016, "calls_charged_as_expected": 2, "spent": 0.0016, "last_failure": TIMEOUT},
+         "stopped (budget); 2 calls of unknown cost (timed out, lost or without usage) charged as expected: "
+         f"$0.0016 of the $0.0016 spent; the last failed call: {TIMEOUT}"),
+        ({"charged_as_expected": 3.0, "calls_charged_as_expected": 1, "spent": 7.0, "status_unit": "unit"},
+         "stopped (budget); 1 call of unknown cost (timed out, lost or without usage) charged as expected: "
+         "3 of the 7 spent"),
+        # Calls charged as expected say what spent a budget, not why another stop came.
+        ({"stop_reason": "interrupted", "calls_charged_as_expected": 1, "last_failure": TIMEOUT},
+         f"stopped (interrupted); the last failed call: {TIMEOUT}"),
+        # An error that stopped the run is its own message (error_message), not the last failed call.
+        ({"stop_reason": "error", "error": NonRetryableError("HTTP 401"), "last_failure": TIMEOUT}, "stopped (error)"),
+    ],
+    ids=["budget", "timeouts spent the budget", "unit costs", "interrupted after a failure", "error"],
+)
+def test_the_stop_line_says_the_failures_that_ended_the_run(fields, stop_line):
+    assert result(**fields).stop_line == stop_line
+
+
+def test_a_run_that_scored_nothing_before_the_budget_says_its_last_failure_in_the_failure_and_the_summary():
+    lost = result(recommendation=None, charged_as_expected=0.0016, calls_charged_as_expected=2, spent=0.0016,
+                  attempts={"scored": 0, "failed": 2, "lost": 0}, last_failure=TIMEOUT)
+    summary = lost.summary()
+    assert lost.failure == f"no recommendation: nothing was scored; {lost.stop_line}"
+    assert summary["failure"] == lost.failure and TIMEOUT in lost.failure and "TransientError" in lost.failure
+    assert (summary["last_failure"], summary["calls_charged_as_expected"], summary["error"]) == (TIMEOUT, 2, None)
+    assert json.loads(json.dumps(summary)) == summary

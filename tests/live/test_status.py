@@ -109,7 +109,8 @@ def test_a_live_run_under_value_shows_and_certifies_the_value_it_recommends_by(t
     examples = read_jsonl(bundled="gsm8k_style.jsonl")
     server = FakeChatServer({e["question"]: e["answer"] for e in examples}, good_model="gpt-4o",
                             reply="Step by step, the result is {answer}.", completion_tokens=COMPLETION)
-    overrides = ["task=gsm8k_chat", f"task.score_fn.base_url={server.base_url}", "budget_usd=0.0003",
+    overrides = ["task=gsm8k_chat", f"task.score_fn.base_url={server.base_url}", "task.score_fn.api_key_env=null",
+                 "budget_usd=0.0003",
                  "policy.batch_size=2", "concurrency=1", "progress=true", "logger=none",
                  f"store={tmp_path / 'run.sqlite'}"]
     prices = np.asarray(instantiate(compose_live(*overrides).task).costs)  # deployment prices: dollars per request

@@ -23,6 +23,15 @@ def test_a_usage_is_one_bill_per_example():
         Usage([0.1, 0.2], [1, 2], [1, -2])
 
 
+def test_a_usage_says_which_replies_the_cache_served_or_nothing():
+    assert Usage([0.1, 0.0], [1, 2], [1, 2]).cached == (None, None)  # a scorer without a cache
+    assert Usage([0.1, 0.0], [1, 2], [1, 2], cached=[False, np.True_]).cached == (False, True)
+    with pytest.raises(ValueError, match=r"usage: cached must be 2 booleans \(or None\), got \[True\]"):
+        Usage([0.1, 0.0], [1, 2], [1, 2], cached=[True])
+    with pytest.raises(ValueError, match="usage: cached must be 2 booleans"):
+        Usage([0.1, 0.0], [1, 2], [1, 2], cached=["yes", True])
+
+
 def run(score_fn, store=None):
     return evaluate(["a", "b"], list(range(4)), score_fn, None, costs=[1e-5, 1e-5], policy=GittinsPolicy(2),
                     store=store, progress=False, concurrency=1)

@@ -20,7 +20,7 @@ from gittinseval.live import (
     evaluate,
 )
 from gittinseval.live.fake_server import COMPLETION_TOKENS, PRICES, FakeChatServer
-from gittinseval.live.tasks.chat import chat_task, expected_chat_costs
+from gittinseval.live.tasks.chat import NO_KEY, chat_task, expected_chat_costs
 from gittinseval.live.tasks.graders import ContainsAnswer, LastNumber
 from gittinseval.live.tasks.scoring import read_jsonl
 
@@ -62,10 +62,9 @@ def test_chat_scorer_scores_and_costs_from_token_usage(server, examples, monkeyp
     np.testing.assert_array_equal(scores, [0.0, 0.0])
 
 
-def test_without_a_key_the_placeholder_is_sent(server, examples, monkeypatch):
-    monkeypatch.delenv("UNSET_KEY", raising=False)
-    asyncio.run(OpenAIChatScorer(server.base_url, PRICES, api_key_env="UNSET_KEY", timeout=5)(ARMS[1], examples[:1]))
-    assert server.calls[0][1] == "Bearer EMPTY"
+def test_a_server_that_needs_no_key_is_sent_the_placeholder(server, examples):
+    asyncio.run(OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5)(ARMS[1], examples[:1]))
+    assert server.calls[0][1] == f"Bearer {NO_KEY}" == "Bearer EMPTY"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +82,7 @@ def test_without_a_key_the_placeholder_is_sent(server, examples, monkeypatch):
 )
 def test_a_failed_call_is_classified_and_the_rest_of_its_batch_kept(server, examples, action, kind, message, uncosted):
     """One of three calls fails: the failure says how, and carries the other two scores and their cost."""
-    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5)
     server.plan = ["ok", action, "ok"]
     with pytest.raises(kind, match=f"/chat/completions for model 'good-model': .*{message}") as info:
         asyncio.run(scorer(ARMS[1], examples[:3]))
@@ -108,13 +107,14 @@ def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     with pytest.raises(TransientError, match="Connection error") as refused:
-        asyncio.run(OpenAIChatScorer(f"http://127.0.0.1:{closed_port}/v1", PRICES, timeout=5)(ARMS[1], examples[:2]))
+        closed = OpenAIChatScorer(f"http://127.0.0.1:{closed_port}/v1", PRICES, api_key_env=None, timeout=5)
+        asyncio.run(closed(ARMS[1], examples[:2]))
     assert refused.value.cost == 0 and refused.value.uncosted == 0 and refused.value.scores == [None, None]
     assert refused.value.usage.tokens_in == (0, 0)  # never sent: nothing billed
     slow = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, latency=2.0)
     try:
         with pytest.raises(TransientError, match="timed out") as timed_out:
-            asyncio.run(OpenAIChatScorer(slow.base_url, PRICES, timeout=0.2)(ARMS[1], examples[:2]))
+            asyncio.run(OpenAIChatScorer(slow.base_url, PRICES, api_key_env=None, timeout=0.2)(ARMS[1], examples[:2]))
     finally:
         slow.close()
     assert timed_out.value.cost == 0 and timed_out.value.uncosted == 2
@@ -122,7 +122,7 @@ def test_a_refused_connection_costs_nothing_and_a_timeout_may_have(examples):
 
 
 def test_bad_examples_and_unpriced_models_are_refused_before_any_call(server, examples):
-    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5)
     with pytest.raises(NonRetryableError, match="needs field 'answer', missing from example") as info:
         asyncio.run(scorer(ARMS[1], [examples[0], {"prompt": "2 + 2?"}]))
     assert info.value.example == 1 and info.value.cost == 0
@@ -139,7 +139,7 @@ def test_live_run_against_the_chat_endpoint_pays_what_the_usage_says(server, exa
     result = evaluate(
         ARMS,
         examples,
-        OpenAIChatScorer(server.base_url, PRICES, timeout=5),
+        OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5),
         budget_usd=1.0,
         costs=costs,
         policy=GittinsPolicy(4),
@@ -160,7 +160,7 @@ def test_a_deterministic_failure_is_sent_once_and_stops_the_run(server, examples
     result = evaluate(
         ARMS,
         examples,
-        OpenAIChatScorer(server.base_url, PRICES, timeout=5),
+        OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5),
         budget_usd=1.0,
         costs=[1e-5, 1e-5],
         policy=GittinsPolicy(1),
@@ -198,7 +198,7 @@ def test_a_billed_reply_that_cannot_be_graded_is_charged(server, examples, failu
     line naming the grader (where it raised), the reply and the example (a whole run's spend against the server's
     bill: tests/live/test_ledger.py)."""
     grader = grader_failing_on(examples[1]["prompt"], failure)
-    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5, grader=grader)
     with pytest.raises(NonRetryableError, match=f"grading the reply: {message}") as info:
         asyncio.run(scorer(ARMS[1], examples[:3]))
     assert len(server.calls) == 3 and info.value.scores == [1.0, None, 1.0] and info.value.example == 1
@@ -217,7 +217,7 @@ def test_a_grading_that_never_matches_is_a_warning_you_cannot_miss(examples, cap
         result = evaluate(
             ARMS,
             examples,
-            OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=grader),
+            OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5, grader=grader),
             budget_usd=1.0,
             costs=[1e-5, 1e-5],
             policy=GittinsPolicy(4),
@@ -246,7 +246,7 @@ def test_expected_chat_costs_and_grading():
 
 
 def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
-    """``gittinseval-live task=openai_chat`` end to end, only the base URL overridden."""
+    """``gittinseval-live task=openai_chat`` end to end, only the base URL overridden (and no key needed)."""
     from omegaconf import OmegaConf
 
     prices = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "task" / "openai_chat.yaml").score_fn.prices)
@@ -258,6 +258,7 @@ def test_cli_chat_example_runs_against_a_local_endpoint(examples, tmp_path):
             "gittinseval.cli.live",
             "task=openai_chat",
             f"task.score_fn.base_url={fake.base_url}",
+            "task.score_fn.api_key_env=null",
             "budget_usd=1.0",
             "progress=false",
             "policy.batch_size=5",
@@ -281,14 +282,17 @@ def test_the_prompt_template_fills_fields_and_the_grader_scores_the_reply(exampl
     server = FakeChatServer(rendered, reply="The answer is {answer}.")
     arm = {"name": "calc", "model": "good-model", "system": "You are a calculator.", "temperature": 0.0}
     try:
-        scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5, grader=LastNumber(), prompt=template)
+        scorer = OpenAIChatScorer(
+            server.base_url, PRICES, api_key_env=None, timeout=5, grader=LastNumber(), prompt=template
+        )
         scores, _ = asyncio.run(scorer(arm, examples[:4]))
         np.testing.assert_array_equal(scores, [1.0] * 4)
         body = server.calls[0][0]
         assert "name" not in body and body["messages"][0] == {"role": "system", "content": "You are a calculator."}
         assert {call[0]["messages"][1]["content"] for call in server.calls} == set(list(rendered)[:4])
         with pytest.raises(NonRetryableError, match="needs field 'question', missing from example"):
-            asyncio.run(OpenAIChatScorer(server.base_url, PRICES, prompt="{question}")(arm, examples[:1]))
+            unreadable = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, prompt="{question}")
+            asyncio.run(unreadable(arm, examples[:1]))
         assert server.received == 4  # the example without the field was never sent
     finally:
         server.close()
@@ -319,7 +323,7 @@ def test_the_scorer_identity_names_prices_grader_and_template(tmp_path):
 
 
 def test_a_chat_task_expects_each_arm_to_cost_its_tokens_at_its_models_prices(server, examples):
-    scorer = OpenAIChatScorer(server.base_url, PRICES, timeout=5)
+    scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=5)
     arms = [{"model": "bad-model", "max_tokens": 10}, {"model": "good-model", "max_tokens": 30}]
     task = chat_task(arms, examples, scorer, prompt_tokens=50, completion_tokens=None, name="quiz")
     # bad-model: 0.5 in, 1 out; good-model: 2 in, 8 out (USD per 1M tokens); completion: each arm's max_tokens.

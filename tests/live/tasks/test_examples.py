@@ -49,6 +49,7 @@ def test_the_task_example_runs_and_finds_the_arm_that_answers(tmp_path, task, re
     server = FakeChatServer({template.render(e): e["answer"] for e in examples}, good_model="gpt-4o", reply=reply)
     try:
         cfg.task.score_fn.base_url = server.base_url
+        cfg.task.score_fn.api_key_env = None  # the fake server needs no key
         result = run_live(cfg, tmp_path / "run")
     finally:
         server.close()
