@@ -39,16 +39,16 @@ arms but not of each other.  Their factor of the product is the CDF of their max
 ``F_max(x) = P(max_k Zbar_k <= x)``, which replaces ``sum_k log F_k(x)`` in ``S``, and an arm ``a`` of
 the group has ``P_a = sum_i mass_a(x_i) exp(S(x_i) - log F_max(x_i))`` with ``mass_a(x_i) = P(Zbar_a =
 x_i, its siblings <= x_i)`` (and ``x_i + eps``, with ``F(x + eps)`` in ``S``, for ``P(eps-best)``):
-:func:`shared_effect` computes both by a convolution over ``t``.  Treating such arms as independent
+:func:`shared_effect` computes both by sums over ``t``.  Treating such arms as independent
 instead makes the maximum of a hundred barely-known siblings look far higher than it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import fftconvolve
 from scipy.special import gammaln, log_ndtr
 
 __all__ = [
@@ -65,10 +65,14 @@ __all__ = [
 ]
 
 _LOG_TINY = -1e300
-# The shared effect's lattice runs this many of its standard deviations each way (a tail of 2e-11).
+# exp of less is below the smallest positive float: a column there adds nothing.
+_LOG_NEGLIGIBLE = -745.0
+# The shared effect's values run this many of its standard deviations each way (a tail of 2e-11).
 _EFFECT_SDS = 7.0
 # An arm's own part is summed over this many of its standard deviations each way (a tail of 1e-19).
 _SUPPORT_SDS = 9.0
+# Arms of a shared effect whose leading masses are computed together (bounds the [M, X, K] arrays).
+_MEMBER_CHUNK = 16
 
 
 @dataclass(frozen=True)
@@ -94,13 +98,15 @@ class SharedEffect:
         rows: ``[A]`` the arms' rows in the posterior they belong to (their own rows there are not used).
         log_cdf: ``[X]`` ``log P(max_k Zbar_k <= x_i)`` over the group's arms.
         member_rows: ``[M]`` the rows (of ``rows``) whose own probabilities can be read.
-        member_mass: ``[2, M, X]`` ``P(Zbar_a = x_i, every sibling <= x_i + s)`` with ``s`` = 0 and ``eps``.
+        leading_mass: ``leading_mass(s, members, columns)``: ``[len(members), C]`` ``P(Zbar_a = x_i, every sibling
+            <= x_i + s)`` with ``s`` = 0 (``s = 0``) or ``eps`` (``s = 1``), of ``member_rows[members]`` at the
+            lattice ``columns`` (computed when asked: the sums over the effect are the costly part).
     """
 
     rows: np.ndarray
     log_cdf: np.ndarray
     member_rows: np.ndarray
-    member_mass: np.ndarray
+    leading_mass: Callable[[int, np.ndarray, np.ndarray], np.ndarray]
 
 
 class Lattice:
@@ -305,10 +311,11 @@ def win_probabilities(
             if not wanted:
                 continue
             out, positions = (np.array(column) for column in zip(*wanted, strict=True))
-            mass = group.member_mass[index, positions]  # [M, X]
-            with np.errstate(invalid="ignore", over="ignore"):
-                others = np.where(mass > 0, np.exp(np.minimum(total - _finite(group_log_f), 0.0)), 0.0)
-            probability[out] = np.sum(mass * others, axis=1)
+            outside = total - _finite(group_log_f)  # log of every arm's F outside the group
+            # Only where the arms outside the group may all trail does a member's mass count.
+            columns = np.flatnonzero(outside > _LOG_NEGLIGIBLE)
+            mass = group.leading_mass(index, positions, columns)  # [M, C]
+            probability[out] = mass @ np.exp(np.minimum(outside[columns], 0.0))
         results.append(np.clip(probability, 0.0, 1.0))
     return results[0], results[1]
 
@@ -326,19 +333,24 @@ def shared_effect(
     n_examples: int,
     steps: int,
     members: np.ndarray | None = None,
+    effect_step: int | None = None,
 ) -> SharedEffect:
     """The :class:`SharedEffect` of ``A`` unseen arms of one level, on the 0/1 lattice ``x_i = i / N``.
 
-    The model, in lattice steps ``h = 1 / N``: each arm's own part ``Y_k`` is ``N(m_k, s_k^2)`` discretised to the
-    lattice (``P(Y_k <= y) = Phi((y + h/2 - m_k) / s_k)``), the shared effect ``T`` is ``N(0, v)`` discretised to
-    multiples of ``h`` (within 8 sd), all independent, and ``Zbar_k = clip(Y_k + T, 0, 1)``.  With
-    ``H(y) = prod_k P(Y_k <= y)`` and ``w_j = P(T = j h)``:
+    The model, in lattice steps (``h = 1 / N``): the shared effect ``T`` is ``N(0, v)`` on the multiples of ``r``
+    steps within 7 sd (weights ``w_j``); given ``T = t``, each arm is its own ``N(m_k + t, s_k^2)`` rounded to the
+    lattice, ``Y_k + t`` with ``A_k(y) = P(Y_k <= y) = Phi((y + h/2 - m_k) / s_k)``, truncated to at most 1 like
+    each arm's own prior (a mean cannot exceed 1; conditioned, not clipped, so that no mass piles up at 1) and
+    with what lies below 0 put at 0; arms independent given ``t``.  With ``H = prod_k A_k`` and
+    ``H_{-a} = H / A_a``:
 
-        P(max_k Zbar_k <= x_i) = sum_j w_j H(x_i - j h)          (i < N; 1 at x_N = 1),
-        P(Zbar_a = x_i, siblings <= x_i + eps) = sum_j w_j P(Y_a = x_i - j h) H_{-a}(x_i + eps - j h)   (0 < i < N),
+        P(max_k Zbar_k <= x_i) = sum_j w_j H(x_i - t_j) / H(1 - t_j),
+        P(Zbar_a = x_i, siblings <= x_i + eps) = sum_j w_j p_a(x_i - t_j) H_{-a}(x_i + eps - t_j) / H(1 - t_j),
 
-    sums over ``j`` that are convolutions (FFT).  At the ends the clip gathers the mass: ``Zbar_a = 1`` whenever
-    ``Y_a + T >= 1`` (every sibling is then at most ``x_N``), and ``Zbar_a = 0`` with ``Y_a + T <= 0``.
+    with ``p_a(y) = A_a(y) - A_a(y - h)`` (``A_a(y)`` at ``x_0``, the mass put at 0); where ``x_i + eps >= 1`` every
+    sibling trails and the second is ``sum_j w_j p_a(x_i - t_j) / A_a(1 - t_j)``.  The sums run in log space (a
+    group's ``H(1 - t)`` underflows where ``t`` pushes every arm past 1) over the ``t`` where ``p_a`` is not
+    negligible (9 of the arm's sds).
 
     Args:
         rows: ``[A]`` the arms' rows in the posterior.
@@ -347,72 +359,108 @@ def shared_effect(
         n_examples: ``N``.
         steps: ``eps`` in lattice steps (a whole number, :func:`eps_steps`).
         members: positions in ``rows`` whose ``member_mass`` to compute (default all).
+        effect_step: ``r``, the spacing of the effect's values in lattice steps; default a quarter of the
+            smallest ``s_k`` (at least 1), fine beside the arms' own spread.
     """
     big_n, steps = int(n_examples), int(steps)
     h = 1.0 / big_n
-    reach = int(np.ceil(_EFFECT_SDS * np.sqrt(variance) * big_n))
-    weights = np.exp(-0.5 * (np.arange(-reach, reach + 1) * h) ** 2 / variance)  # w_j, j = -reach .. reach
-    weights /= weights.sum()
-    # y on the lattice from x_0 - reach to x_N + eps + reach: every x_i + s - j h the sums need.
-    low = -reach - 1
-    y = np.arange(low, big_n + steps + reach + 2) * h  # [Y]
-    means = np.asarray(means, dtype=np.float64)[:, None]
-    sds = np.asarray(sds, dtype=np.float64)[:, None]
-    log_cdf_each = log_ndtr((y[None, :] + 0.5 * h - means) / sds)  # [A, Y] log P(Y_k <= y)
-    log_h = log_cdf_each.sum(axis=0)  # [Y]
-    # sum_j w_j H(x_i - j h): x_i - j h is y index i - j - low, so a full convolution read from -low + reach.
-    full = fftconvolve(np.exp(log_h), weights, mode="full")
-    cdf = np.clip(full[reach - low : reach - low + big_n + 1], 0.0, 1.0)
-    cdf[-1] = 1.0
-    with np.errstate(divide="ignore"):
-        group_log_cdf = np.log(cdf)
+    means = np.asarray(means, dtype=np.float64)
+    sds = np.asarray(sds, dtype=np.float64)
+    step = max(1, int(sds.min() * big_n / 4)) if effect_step is None else int(effect_step)
+    reach = int(np.ceil(_EFFECT_SDS * np.sqrt(variance) * big_n / step))
+    shifts = step * np.arange(-reach, reach + 1)  # t_j in lattice steps
+    log_w = -0.5 * (shifts * h) ** 2 / variance
+    log_w -= _log_sum_exp(log_w, axis=0)
+    # y on the lattice from x_0 - max t to x_N + eps + max t: every x_i + s - t_j the sums read.
+    low = -int(shifts.max()) - 1
+    y = np.arange(low, big_n + steps + int(shifts.max()) + 2)  # [Y], in steps
+    log_a = log_ndtr(((y[None, :] + 0.5) * h - means[:, None]) / sds[:, None])  # [A, Y] log A_k(y)
+    log_h = log_a.sum(axis=0)  # [Y]
+    top = big_n - shifts - low  # the y index of 1 - t_j
+    log_norm = log_h[top]  # [J] log H(1 - t_j)
+    lattice = np.arange(big_n + 1)
+    read = lattice[:, None] - shifts[None, :] - low  # [X, J] the y index of x_i - t_j
+    group_log_cdf = _log_sum_exp(log_w + log_h[read] - log_norm, axis=1)
+    group_log_cdf[-1] = 0.0
     rows = np.asarray(rows)
     positions = np.arange(rows.size) if members is None else np.asarray(members, dtype=np.int64)
-    mass = np.zeros((2, positions.size, big_n + 1))
-    if positions.size == 0:
-        return SharedEffect(rows=rows, log_cdf=group_log_cdf, member_rows=rows[:0], member_mass=mass)
-    own_log_cdf = log_cdf_each[positions]  # [M, Y]
-    siblings = log_h[None, :] - own_log_cdf  # log H_{-a}(y)
-    # An arm's own mass P(Y_a = y) = P(Y_a <= y) - P(Y_a <= y - h) is narrow: the sums over j run over its
-    # support only (beyond _SUPPORT_SDS sds it is below 1e-19), as one product with the matrix w[i - y].
-    centre = (means[positions, 0] - low * h) / h
-    width = _SUPPORT_SDS * sds[positions, 0] / h + 1.0
-    support = np.arange(
-        max(int(np.floor((centre - width).min())), 1), min(int(np.ceil((centre + width).max())) + 1, y.size - steps)
-    )
-    own_mass = np.maximum(np.exp(own_log_cdf[:, support]) - np.exp(own_log_cdf[:, support - 1]), 0.0)  # [M, S]
-    lattice_index = np.arange(big_n + 1)
-    gap = lattice_index[None, :] - (support[:, None] + low)  # j = i - y, in steps
-    spread = np.where(np.abs(gap) <= reach, weights[np.clip(gap + reach, 0, 2 * reach)], 0.0)  # [S, X]
 
-    def window(lattice_point: int) -> slice:
-        """The ``y`` of ``x_i - j h`` for ``j = reach .. -reach`` (weights reversed) at one lattice point ``i``."""
-        return slice(lattice_point - low - reach, lattice_point - low + reach + 1)
+    def leading_mass(shift_index: int, wanted: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        arms = positions[np.asarray(wanted, dtype=np.int64)]
+        mass = np.zeros((arms.size, np.size(columns)))
+        for start in range(0, arms.size, _MEMBER_CHUNK):
+            chunk = arms[start : start + _MEMBER_CHUNK]
+            mass[start : start + chunk.size] = _member_mass(
+                log_a[chunk], log_h, log_w, shifts, low, big_n, (0, steps)[shift_index], means[chunk], sds[chunk],
+                np.asarray(columns, dtype=np.int64),
+            )
+        return mass
 
-    # P(Y_a + T >= 1) = 1 - P(Y_a + T <= x_{N-1}): the clip gathers it at x_N.
-    top = 1.0 - np.exp(own_log_cdf[:, window(big_n - 1)]) @ weights[::-1]
-    own_mass = _without_subnormals(own_mass)
-    plain = own_mass @ spread  # P(Y_a + T = x_i)
-    for index, shift in enumerate((0, steps)):
-        leading = np.exp(siblings[:, support + shift])  # H_{-a}(y + eps)
-        mass[index] = _without_subnormals(own_mass * leading) @ spread
-        # Siblings are at most 1: where x_i + eps reaches 1 they all trail, and Zbar_a = x_i is all that counts.
-        vacuous = lattice_index + shift >= big_n
-        mass[index][:, vacuous] = plain[:, vacuous]
-        at_zero = window(0)
-        at_zero_ahead = slice(at_zero.start + shift, at_zero.stop + shift)
-        # Zbar_a = 0: Y_a + T <= 0, the siblings at most eps.
-        mass[index, :, 0] = _without_subnormals(np.exp(own_log_cdf[:, at_zero] + siblings[:, at_zero_ahead])) @ weights[
-            ::-1
-        ]
-        mass[index, :, big_n] = top
-    return SharedEffect(rows=rows, log_cdf=group_log_cdf, member_rows=rows[positions], member_mass=mass)
+    return SharedEffect(rows=rows, log_cdf=group_log_cdf, member_rows=rows[positions], leading_mass=leading_mass)
 
 
-def _without_subnormals(values: np.ndarray) -> np.ndarray:
-    """``values`` with those below ``1e-200`` set to 0: far below any probability that counts, and subnormal
-    numbers (a product of tiny CDFs) make a matrix product a hundred times slower."""
-    return np.where(values < 1e-200, 0.0, values)
+def _member_mass(
+    log_a: np.ndarray,
+    log_h: np.ndarray,
+    log_w: np.ndarray,
+    shifts: np.ndarray,
+    low: int,
+    big_n: int,
+    shift: int,
+    means: np.ndarray,
+    sds: np.ndarray,
+    columns: np.ndarray,
+) -> np.ndarray:
+    """``[M, C]`` some arms' ``P(Zbar_a = x_i, siblings <= x_i + shift)`` at lattice ``columns`` (:func:`shared_effect`;
+    ``log_a`` their ``[M, Y]`` ``log A_a``), summed over the effect values ``t_j`` that put ``x_i - t_j`` within 9 sds
+    of an arm's own mean."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        below = np.concatenate([np.full((log_a.shape[0], 1), -np.inf), log_a[:, :-1]], axis=1)
+        log_p = log_a + np.log1p(-np.exp(below - log_a))  # log P(Y_a = y)
+    log_p[:, 0] = log_a[:, 0]
+    x = columns[:, None]  # [C, 1]
+    # x_i - t_j within every arm's [centre - width, centre + width]: a band of j for each i.
+    width = _SUPPORT_SDS * sds.max() * big_n + 1.0
+    lowest, highest = means.min() * big_n - width, means.max() * big_n + width
+    step = int(shifts[1] - shifts[0]) if shifts.size > 1 else 1
+    first = np.ceil((columns - highest) / step).astype(np.int64)
+    band = int(np.ceil((highest - lowest) / step)) + 2
+    j = first[:, None] + np.arange(band)[None, :]  # [C, K] effect multiples
+    reach = (shifts.size - 1) // 2
+    inside = np.abs(j) <= reach
+    j = np.clip(j, -reach, reach)
+    t = step * j
+    band_w = np.where(inside, log_w[j + reach], -np.inf)  # [C, K]
+    rows = np.arange(log_a.shape[0])[:, None, None]
+
+    def leading(own_log: np.ndarray, at: np.ndarray, t_of: np.ndarray) -> np.ndarray:
+        """``log [p_a(x - t) H_{-a}(x + eps - t) / H(1 - t)]``, or ``log [p_a(x - t) / A_a(1 - t)]`` where
+        ``x + eps >= 1`` (every sibling trails)."""
+        ahead = at + shift - t_of - low
+        top = big_n - t_of - low
+        return np.where(
+            at + shift < big_n,
+            log_h[ahead] - log_a[rows, ahead] + own_log - log_h[top],
+            own_log - log_a[rows, top],
+        )
+
+    own = log_p[rows, x - t - low]  # [M, C, K] log p_a(x_i - t_j)
+    result = np.exp(_log_sum_exp(band_w + leading(own, x, t), axis=2))
+    if columns.size and columns[0] == 0:
+        # At x_0 the arm's mass is all of A_a(-t): every t that pushes it below 0, not a band.
+        zero_own = log_a[rows, -shifts[None, :] - low]  # [M, 1, J]
+        at_zero = leading(zero_own, np.zeros((1, 1), np.int64), shifts[None, :])
+        result[:, 0] = np.exp(_log_sum_exp(log_w + at_zero, axis=2))[:, 0]
+    return np.clip(result, 0.0, 1.0)
+
+
+def _log_sum_exp(values: np.ndarray, axis: int) -> np.ndarray:
+    """``log sum exp(values)`` along ``axis`` (``-inf`` where every value is)."""
+    top = np.max(values, axis=axis, keepdims=True)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        total = np.log(np.sum(np.exp(values - safe), axis=axis, keepdims=True)) + safe
+    return np.squeeze(total, axis=axis)
 
 
 def central_interval(post: np.ndarray, points: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
