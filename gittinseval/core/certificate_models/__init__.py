@@ -29,13 +29,7 @@ model; a prior over the arms' features would); ``P(best)`` had 0.03 to 0.10, exc
 comes from the particular matrix, whose best three arms are within 4 of 1319 examples).
 """
 
-from gittinseval.core.certificate_models.lattice import (
-    Lattice,
-    RowData,
-    SharedEffect,
-    central_interval,
-    win_probabilities,
-)
+from gittinseval.core.certificate_models.lattice import Lattice, RowData, central_interval, win_probabilities
 from gittinseval.core.certificate_models.model import ArmPosterior, EmpiricalBayesModel
 from gittinseval.core.certificate_models.spline_prior import SplinePrior
 
@@ -44,7 +38,6 @@ __all__ = [
     "EmpiricalBayesModel",
     "Lattice",
     "RowData",
-    "SharedEffect",
     "SplinePrior",
     "central_interval",
     "win_probabilities",

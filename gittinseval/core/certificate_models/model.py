@@ -29,10 +29,7 @@ What the numbers are and are not: posterior probabilities under this model, with
 estimated from the same run (empirical Bayes, refitted when the observed cells grow by
 ``refit_growth``; between refits the prior is held and only the likelihood moves).  Arms are
 independent given the prior, so arms that share a model or template, or examples, are not
-linked, except the arms of a level no observed arm has (a model a cost-aware run never paid for),
-whose shared effect the win probabilities integrate over
-(:meth:`~gittinseval.core.certificate_models.attribute_prior.AttributePrior.unseen_levels`); and the
-prior's upper tail is a smooth extrapolation (see the spline prior's docstring).
+linked; and the prior's upper tail is a smooth extrapolation (see the spline prior's docstring).
 """
 
 from __future__ import annotations
@@ -47,13 +44,10 @@ from gittinseval.core.certificate_models.attribute_prior import AttributePrior, 
 from gittinseval.core.certificate_models.lattice import (
     Lattice,
     RowData,
-    SharedEffect,
     central_interval,
     eps_best_against,
     eps_steps,
     log_cdf_at_eps,
-    shared_effect,
-    shift_log_cdf,
     win_probabilities,
 )
 from gittinseval.core.certificate_models.spline_prior import SplinePrior
@@ -166,10 +160,8 @@ class EmpiricalBayesModel:
         lowest = data.score_sum / lattice.n_examples
         highest = (data.score_sum + lattice.n_examples - data.n_seen) / lattice.n_examples
         lower, upper = np.clip(lower, lowest, highest), np.clip(upper, lowest, highest)
-        steps = eps_steps(lattice, eps)
-        shared = self._shared_effects(observed, steps)
         prob_best, prob_eps_best = win_probabilities(
-            posterior.rows, posterior.counts, steps, lattice.binary, shared=shared
+            posterior.rows, posterior.counts, eps_steps(lattice, eps), lattice.binary
         )
         index = posterior.row_of_arm
         return Certificate(
@@ -207,10 +199,9 @@ class EmpiricalBayesModel:
 
         1. the range bounds (:meth:`_range_bound`);
         2. a ceiling under the prior of the last fit: the probability that ``arm`` is eps-best among
-           itself and its :data:`CEILING_RIVALS` strongest rivals only (by a cheap score), ``O(C X)``, with
-           the rivals of an unseen level integrated over its effect as in the full sum.  A maximum over fewer
-           arms is never larger, whatever their dependence, so the ceiling is at least the full probability,
-           and a ceiling below ``threshold`` answers ``False``;
+           itself and its :data:`CEILING_RIVALS` strongest rivals only (by a cheap score), ``O(C X)``.  A
+           maximum over fewer arms is never larger, so the ceiling is at least the full probability, and a
+           ceiling below ``threshold`` answers ``False``;
         3. otherwise :meth:`prob_eps_best` (a refit if one is due, the exact sum).
 
         The prior is refitted first when it is due, as for every read of the posterior; the last ceiling is
@@ -244,68 +235,26 @@ class EmpiricalBayesModel:
 
     def _exact_eps_best(self, observed: ObservedCells, arm: int, eps: float) -> float:
         if observed.binary:
-            steps = eps_steps(self._lattice_for(observed), eps)
-            shared = self._shared_effects(observed, steps, wanted=np.array([arm]))
-            if not any(arm in group.rows for group in shared):
-                return self._eps_best_from_cached_rows(observed, arm, steps, shared)
+            return self._eps_best_from_cached_rows(observed, arm, eps_steps(self._lattice_for(observed), eps))
         posterior = self.posterior(observed)
         row = posterior.row_of_arm[arm]
-        steps = eps_steps(posterior.lattice, eps)
-        shared = self._shared_effects(observed, steps, wanted=np.array([arm]))
         _, prob = win_probabilities(
-            posterior.rows, posterior.counts, steps, posterior.lattice.binary, [row], shared=shared
+            posterior.rows, posterior.counts, eps_steps(posterior.lattice, eps), posterior.lattice.binary, [row]
         )
         return float(prob[0])
 
-    def _eps_best_from_cached_rows(
-        self, observed: ObservedCells, arm: int, steps: float, shared: tuple[SharedEffect, ...]
-    ) -> float:
-        """The exact sum ``sum_i p_arm(x_i) prod_{j != arm} F_j(x_i + eps)`` (0/1 scores, ``arm`` not in a shared
-        group) from the rows of the row cache, so that a run's checks compute only the rows of the arms observed
-        since the last one: ``O(K X)`` additions instead of ``K`` posteriors.  The same sum as
-        :func:`~.lattice.win_probabilities`, added up in another order."""
+    def _eps_best_from_cached_rows(self, observed: ObservedCells, arm: int, steps: float) -> float:
+        """The exact sum ``sum_i p_arm(x_i) prod_{j != arm} F_j(x_i + eps)`` (0/1 scores) from the rows of the row
+        cache, so that a run's checks compute only the rows of the arms observed since the last one: ``O(K X)``
+        additions instead of ``K`` posteriors.  The same sum as :func:`~.lattice.win_probabilities`, added up in
+        another order."""
         arms = np.arange(observed.n_arms)
         rows = self._cached_rows(arms, np.asarray(observed.score_sum, dtype=np.float64), observed.n_seen, steps)
-        grouped = set(np.concatenate([group.rows for group in shared]).tolist()) if shared else set()
         total = np.zeros(self._lattice.size)
         for other, (_, log_cdf) in enumerate(rows):
-            if other != arm and other not in grouped:
+            if other != arm:
                 total += log_cdf  # every term <= 0: -inf stays -inf, never inf - inf
-        for group in shared:
-            total += shift_log_cdf(group.log_cdf[None, :], steps, True)[0]
         return float(np.clip(rows[arm][0] @ np.exp(total), 0.0, 1.0))
-
-    def _shared_effects(
-        self, observed: ObservedCells, steps: float, arms: np.ndarray | None = None, wanted: np.ndarray | None = None
-    ) -> tuple[SharedEffect, ...]:
-        """The levels of the last fit that are still unseen (:meth:`AttributePrior.unseen_levels`), among ``arms``
-        (default all; rows are then positions in ``arms``), as :func:`~.lattice.shared_effect` groups: each arm
-        ``N(m_k, s_k^2 - s_d^2)`` given the level's effect ``t ~ N(0, s_d^2)``.  The member masses are computed for
-        the arms of ``wanted`` (default all).  0/1 scores only: continuous arms stay independent given the fit."""
-        if self._attributes is None or not observed.binary:
-            return ()
-        chosen = np.arange(observed.n_arms) if arms is None else np.asarray(arms)
-        position = np.full(observed.n_arms, -1)
-        position[chosen] = np.arange(chosen.size)
-        groups = []
-        for level in self._attributes.unseen_levels():
-            members = level.arms[position[level.arms] >= 0]
-            if members.size < 2 or observed.n_seen[members].any():
-                continue
-            spread = np.sqrt(np.maximum(self._attributes.variance[members] - level.variance, 1e-12))
-            asked = None if wanted is None else np.flatnonzero(np.isin(members, wanted))
-            groups.append(
-                shared_effect(
-                    position[members],
-                    self._attributes.mean[members],
-                    spread,
-                    level.variance,
-                    observed.n_examples,
-                    int(steps),
-                    asked,
-                )
-            )
-        return tuple(groups)
 
     def _matches(self, observed: ObservedCells) -> bool:
         """Whether the lattice and the prior are those of ``observed``'s benchmark (examples, score kind,
@@ -341,11 +290,7 @@ class EmpiricalBayesModel:
             data = RowData(score_sum, n_seen, self._dispersion(observed)[arms])
             post = lattice.posterior(lattice.log_likelihood(data), self._log_prior_rows(arms))
             log_cdf = log_cdf_at_eps(post, steps, binary=False)
-        shared = self._shared_effects(observed, steps, arms, wanted=np.array([arm]))
-        if shared:
-            ceiling = float(win_probabilities(post, np.ones(arms.size), steps, lattice.binary, [0], shared)[1][0])
-        else:
-            ceiling = eps_best_against(post[0], log_cdf[1:])
+        ceiling = eps_best_against(post[0], log_cdf[1:])
         self._last_ceiling = ((id(observed), arm, eps, self._fits), arms, n_seen, score_sum, ceiling)
         return ceiling
 

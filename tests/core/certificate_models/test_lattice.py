@@ -9,11 +9,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy.special import ndtr, ndtri
 from scipy.stats import beta as beta_distribution
 
 from gittinseval.core.certificate_models import Lattice, RowData, central_interval, win_probabilities
-from gittinseval.core.certificate_models.lattice import eps_steps, shared_effect
+from gittinseval.core.certificate_models.lattice import eps_steps
 
 
 def _lattice_prior(size: int, a: float, b: float) -> np.ndarray:
@@ -162,60 +161,3 @@ def test_lattice_posterior_is_calibrated_on_matrices_drawn_from_its_prior():
         assert chosen.shape[0] >= 30
         stated, happened = chosen[:, 0].mean(), chosen[:, 1].mean()
         assert abs(stated - happened) <= 4 * math.sqrt(max(stated * (1 - stated), 0.01) / chosen.shape[0]) + 0.01
-
-
-def _shared_draws(means, sds, variance, big_n, draws, rng, step):
-    """``[draws, A]`` draws of each arm's lattice mean, in steps: ``T`` a normal on multiples of ``step`` steps (within
-    7 sd) shared by the arms of a draw; each arm ``Y_k + T`` with ``Y_k`` a normal rounded to the lattice and drawn
-    given ``Y_k + T <= N`` (by inverting its CDF below the bound), put at 0 when below."""
-    reach = int(np.ceil(7 * np.sqrt(variance) * big_n / step))
-    offsets = step * np.arange(-reach, reach + 1)
-    weights = np.exp(-0.5 * (offsets / big_n) ** 2 / variance)
-    shift = rng.choice(offsets, size=draws, p=weights / weights.sum())[:, None]
-    # Y_k rounds Z_k * N, so Y_k + T <= N is Z_k < (N - T + 1/2) / N.
-    bound = ((big_n - shift + 0.5) / big_n - means[None, :]) / sds[None, :]
-    own = means[None, :] + sds[None, :] * ndtri(rng.random((draws, len(means))) * ndtr(bound))
-    return np.maximum(np.rint(own * big_n).astype(np.int64) + shift, 0)
-
-
-def test_the_maximum_of_arms_sharing_an_effect_and_their_leading_masses_match_monte_carlo():
-    rng = np.random.default_rng(3)
-    big_n, steps, variance = 40, 2, 0.03
-    means = np.array([0.55, 0.6, 0.62, 0.4, 0.9])
-    sds = np.array([0.05, 0.08, 0.04, 0.1, 0.06])
-    group = shared_effect(np.arange(5), means, sds, variance, big_n, steps, effect_step=3)
-    draws = _shared_draws(means, sds, variance, big_n, 400_000, rng, step=3)
-    top = draws.max(axis=1)
-    lattice = np.arange(big_n + 1)
-    empirical_cdf = (top[:, None] <= lattice[None, :]).mean(axis=0)
-    tolerance = 4 * np.sqrt(empirical_cdf * (1 - empirical_cdf) / top.size) + 2e-4
-    np.testing.assert_array_less(np.abs(np.exp(group.log_cdf) - empirical_cdf), tolerance)
-    for index, shift in enumerate((0, steps)):
-        for arm in range(5):
-            siblings = np.delete(draws, arm, axis=1).max(axis=1)
-            leading = siblings <= draws[:, arm] + shift
-            empirical = np.bincount(draws[leading, arm], minlength=big_n + 1) / top.size
-            tolerance = 4 * np.sqrt(empirical * (1 - empirical) / top.size) + 2e-4
-            stated = group.leading_mass(index, np.array([arm]), lattice)[0]
-            np.testing.assert_array_less(np.abs(stated - empirical), tolerance)
-
-
-def test_win_probabilities_with_a_shared_effect_match_monte_carlo():
-    """Two independent arms (lattice posteriors) and a group of three sharing an effect: P(best) and P(eps-best)
-    of every arm against draws of all five (ties count as best)."""
-    rng = np.random.default_rng(5)
-    big_n, eps = 30, 2 / 30
-    lattice = Lattice(big_n, binary=True)
-    prior = _lattice_prior(big_n + 1, 6.0, 4.0)
-    post = lattice.posterior(lattice.log_likelihood(_rows([12.0, 5.0, 0, 0, 0], [20, 8, 0, 0, 0])), np.log(prior))
-    means, sds, variance = np.array([0.5, 0.58, 0.52]), np.array([0.05, 0.04, 0.07]), 0.02
-    group = shared_effect(np.array([2, 3, 4]), means, sds, variance, big_n, eps_steps(lattice, eps), effect_step=2)
-    prob_best, prob_near = win_probabilities(post, np.ones(5), eps_steps(lattice, eps), True, shared=(group,))
-    draws = 400_000
-    independent = np.stack([rng.choice(big_n + 1, size=draws, p=post[row]) for row in (0, 1)], axis=1)
-    totals = np.concatenate([independent, _shared_draws(means, sds, variance, big_n, draws, rng, step=2)], axis=1)
-    best = totals.max(axis=1, keepdims=True)
-    for stated, margin in ((prob_best, 0), (prob_near, 2)):
-        came_true = (totals >= best - margin).mean(axis=0)
-        tolerance = 4 * np.sqrt(came_true * (1 - came_true) / draws) + 2e-4
-        np.testing.assert_array_less(np.abs(stated - came_true), tolerance)

@@ -207,30 +207,3 @@ def test_the_stop_check_decides_as_the_exact_probability_batch_by_batch():
             decisions.append(reached)
     # Both answers occur, so the check is not trivially one-sided.
     assert any(decisions) and not all(decisions)
-
-
-def test_the_stop_check_decides_as_the_exact_probability_with_unseen_models():
-    # 8 models x 10 templates, the run only ever scores the arms of the first four models: the other four are
-    # unseen levels, whose arms the probabilities integrate over their model's effect.  The cheap paths must still
-    # decide as the exact sum, and the ceiling must stay above it.
-    n_models, n_templates, big_n = 8, 10, 60
-    matrix, plan = _growing_run(40, big_n, 200, seed=7)
-    features = np.stack(
-        [np.repeat(np.arange(n_models), n_templates), np.tile(np.arange(n_templates), n_models)], axis=1
-    )
-    observed = ObservedCells(n_models * n_templates, big_n, binary=True, features=features)
-    fast, exact = EmpiricalBayesModel(), EmpiricalBayesModel()
-    decisions, grouped = [], 0
-    for arm, examples in plan:
-        observed.add(arm, examples, matrix[arm, examples])
-        means = observed.score_sum / np.maximum(observed.n_seen, 1)
-        recommended = int(np.argmax(np.where(observed.n_seen > 0, means - 1 / np.sqrt(observed.n_seen + 1), -1)))
-        probability = exact.prob_eps_best(observed, recommended, 0.01)
-        grouped += bool(exact._shared_effects(observed, 0.0))
-        for threshold in (0.3, 0.9):
-            reached = fast.eps_best_reached(observed, recommended, 0.01, threshold)
-            assert reached == (probability >= threshold), (len(decisions), threshold, probability)
-            decisions.append(reached)
-        assert fast._ceiling(observed, recommended, 0.01) >= probability - 1e-9
-    assert grouped == len(plan)
-    assert any(decisions) and not all(decisions)
