@@ -33,7 +33,8 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-# Every table and figure of the results pages, from the committed stores (docs/results/reports.yaml).
+# Every table and figure of the results pages, from the committed stores (docs/results/reports.yaml),
+# and the verdicts of the paper's claims (docs/results/claims.yaml).
 results: $(STAMP)
 	$(VENV)/bin/gittinseval-report --all docs/results
 

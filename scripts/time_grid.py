@@ -31,8 +31,9 @@ the benchmark's loading, include any contention of the machine they ran on, and,
 ``cold_start`` store such as paper/timing, each run's building of its root tables, which a
 sweep's runs mostly reuse.  ``--skip-stored STORE...`` also prints what those stores do not
 hold yet: a subject's runs there (by cost mode and seed, seeds 0-19) leave the estimate.  An
-experiment's sweep skips only the runs of its own ``results_store``: to run just the rest,
-narrow ``benchmark.subject`` to the subjects left.
+experiment's sweep skips the runs of the stores of its ``results_store`` (paper/mmlu_subjects names
+both stores above), and no others: to run just the rest of another grid, narrow ``benchmark.subject``
+to the subjects left.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--all", action="store_true",
         help="the SOURCE is a folder of results stores (docs/results): write the report of every store its "
-        "reports.yaml lists into that store's folder, and the status tables of its paper.yaml (the results "
-        "pages' tables and figures)",
+        "reports.yaml lists into that store's folder, the status tables of its paper.yaml and the verdicts of "
+        "its claims.yaml (the results pages' tables and figures)",
     )
     parser.add_argument(
         "--versus",

@@ -100,9 +100,12 @@ class CellCost:
     def cell_costs(self, benchmark: Benchmark) -> np.ndarray:
         """``[K, N]`` raw cost of each cell."""
         if benchmark.cell_costs is None:
+            # A benchmark that could have them says why it has none (e.g. a price rule without them).
+            reason = benchmark.details.get("no_cell_costs")
             raise ValueError(
-                f"benchmark {benchmark.name!r} has no per-cell costs; use cost=aware or cost=unit "
-                "(benchmark=gsm8k_zeroeval, crux_zeroeval and math_l5_zeroeval have them)"
+                f"benchmark {benchmark.name!r} has no per-cell costs" + (f" ({reason})" if reason else "")
+                + "; use cost=aware or cost=unit (benchmark=gsm8k_zeroeval, crux_zeroeval and math_l5_zeroeval "
+                "have them)"
             )
         return benchmark.cell_costs
 

@@ -15,6 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gittinseval.results.plotting import plot_sweep
+from gittinseval.sim.experiment import store_paths
 from gittinseval.utils.text import count
 
 __all__ = ["PlotSweep", "record_runs", "sweep_size"]
@@ -128,10 +129,12 @@ class PlotSweep(Callback):
             own_done.unlink(missing_ok=True)
         if reused:
             print(f"Skipped {count(reused, 'run')} finished earlier with the same config; ran {runs - reused}.")
-        store = config.get("results_store")
-        if not _finished_runs(sweep_dir):  # e.g. every run was found in the results store
-            print("No runs in the sweep folder" + (f"; report the results store: gittinseval-report {store}"
-                                                   if store else "."))
+        # Runs are exported to the first store; the others hold runs of the same grid from other sweeps.
+        stores = store_paths(config.get("results_store"))
+        if not _finished_runs(sweep_dir):  # e.g. every run was found in the results stores
+            print("No runs in the sweep folder" + (
+                f"; report the results {'stores' if len(stores) > 1 else 'store'}: gittinseval-report "
+                + " ".join(map(str, stores)) if stores else "."))
             return
         # A sweep over many benchmarks (all MMLU subjects) would take minutes to draw one
         # figure each; gittinseval-report pools them into the paper's panels instead.
@@ -147,8 +150,8 @@ class PlotSweep(Callback):
             print(f"More than {MAX_SWEEP_FIGURES} benchmark x cost panels: no figure or summary here; "
                   "gittinseval-report pools them into the paper's panels (MMLU by bucket).")
         print(f"Summary tables: gittinseval-report {sweep_dir}")
-        if store:
-            print(f"Add the runs to the results store: gittinseval-store export {sweep_dir} --to {store}")
+        if stores:
+            print(f"Add the runs to the results store: gittinseval-store export {sweep_dir} --to {stores[0]}")
         if offline_run is not None:
             # Run folders sit one level down, or two with trials= (seed=<s>/ inside the job's).
             run_folders = "/".join("*" * (len(offline_run.relative_to(sweep_dir).parts) - 2))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from gittinseval.results.curves import cost_mode_order
@@ -38,9 +38,11 @@ __all__ = [
     "by_family",
     "curve_rows",
     "in_initial_design",
+    "paired_difference",
     "paired_rows",
     "panel_tables",
     "panels",
+    "regret_at",
     "stop_rows",
     "stopping_policies",
 ]
@@ -250,6 +252,12 @@ def _regret_at(run: RunRow, percent: int) -> float | None:
     return run.summary[f"regret_at_{percent}pct"]
 
 
+def regret_at(run: RunRow, percent: int) -> float | None:
+    """The run's simple regret at ``percent`` % of the exhaustive cost as the tables count it: ``None`` past
+    its budget, and for a BO run still in its random initial design there (:func:`in_initial_design`)."""
+    return None if in_initial_design(run, percent) else _regret_at(run, percent)
+
+
 def _seeded(runs: list[RunRow], field: str) -> list[tuple[float, Hashable]]:
     return [(run.summary[field], run.summary["seed"]) for run in runs]
 
@@ -287,6 +295,20 @@ def _pair_key(run: RunRow) -> tuple[str, Hashable]:
     return run.summary["benchmark"], run.summary["seed"]
 
 
+def paired_difference(
+    members: list[RunRow], baseline: list[RunRow], value: Callable[[RunRow], float | None]
+) -> Estimate | None:
+    """The mean ± seed-clustered SE of ``value(run) - value(other)`` over the runs of ``members`` and
+    ``baseline`` that share a benchmark and seed, where both values are set; ``None`` without such a pair."""
+    others = {_pair_key(run): run for run in baseline}
+    return Estimate.of([
+        (x - y, run.summary["seed"])
+        for run in members
+        if (other := others.get(_pair_key(run))) is not None
+        and (x := value(run)) is not None and (y := value(other)) is not None
+    ])
+
+
 def paired_rows(panel: Panel, versus: str) -> list[PairedRow]:
     """Per curve other than ``versus``: the :class:`PairedRow` of its regret minus ``versus``'s.
 
@@ -296,21 +318,17 @@ def paired_rows(panel: Panel, versus: str) -> list[PairedRow]:
     """
     if versus not in panel.curves:
         return []
-    baseline = {_pair_key(run): run for run in panel.curves[versus]}
+    baseline = panel.curves[versus]
+    keys = {_pair_key(run): run for run in baseline}
     rows = []
     for label, members in panel.curves.items():
         if label == versus:
             continue
-        pairs = [(run, baseline[_pair_key(run)]) for run in members if _pair_key(run) in baseline]
+        pairs = [(run, keys[_pair_key(run)]) for run in members if _pair_key(run) in keys]
         difference, in_design = {}, {}
         for percent in TABLE_PERCENTS:
-            past = [(a, b) for a, b in pairs if not (in_initial_design(a, percent) or in_initial_design(b, percent))]
-            in_design[percent] = len(pairs) - len(past)
-            difference[percent] = Estimate.of([
-                (x - y, run.summary["seed"])
-                for run, other in past
-                if (x := _regret_at(run, percent)) is not None and (y := _regret_at(other, percent)) is not None
-            ])
+            in_design[percent] = sum(in_initial_design(a, percent) or in_initial_design(b, percent) for a, b in pairs)
+            difference[percent] = paired_difference(members, baseline, lambda run, p=percent: regret_at(run, p))
         rows.append(PairedRow(label, versus, len(pairs), difference, in_design))
     return rows
 

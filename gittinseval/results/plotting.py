@@ -248,26 +248,43 @@ def plot_arm_quality(benchmarks: list, out: str | Path, title: str, prior_means:
     return _save(fig, out)
 
 
-def plot_wall_times(groups: dict[str, dict[str, list[float]]], out: str | Path, title: str) -> Path:
-    """Bars of the mean wall time per run (± 1 SE) of each method, grouped by panel, on a log axis.
+def plot_wall_times(
+    groups: dict[str, dict[str, list[float]]],
+    out: str | Path,
+    title: str,
+    stops: dict[str, dict[str, list[float]]] | None = None,
+) -> Path:
+    """Bars of the mean wall time per run (± 1 SE) of each method, grouped by panel, on a log axis, each
+    marked with a diamond at the mean wall time at which its stopping signal fired, as the paper's are.
 
     ``groups`` maps a panel name to ``{method label: [wall seconds of each run]}``
-    (paper App. "timing": total wall time per run, by benchmark and MMLU size group).
+    (paper App. "timing": total wall time per run, by benchmark and MMLU size group);
+    ``stops``, likewise, to the wall seconds at the signal of the runs that recorded one
+    (``stop_wall_time_s``; a bar without any has no mark).
     """
     plt = _pyplot()
+    stops = stops or {}
     labels = list(dict.fromkeys(label for methods in groups.values() for label in methods))
     colors = curve_colors(labels)
     width = 0.8 / max(len(labels), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(groups)), 4.2), dpi=150)
+    marks: tuple[list[float], list[float]] = ([], [])
     for i, label in enumerate(labels):
         positions, means, errors = [], [], []
-        for g, methods in enumerate(groups.values()):
+        for g, (group, methods) in enumerate(groups.items()):
             if label in methods:
                 times = np.asarray(methods[label], dtype=float)
                 positions.append(g + (i - (len(labels) - 1) / 2) * width)
                 means.append(times.mean())
                 errors.append(times.std(ddof=1) / np.sqrt(len(times)) if len(times) > 1 else 0.0)
+                stopped = stops.get(group, {}).get(label, [])
+                if stopped:
+                    marks[0].append(positions[-1])
+                    marks[1].append(float(np.mean(stopped)))
         ax.bar(positions, means, width, yerr=errors, color=colors[label], label=label, capsize=2)
+    if marks[0]:
+        ax.scatter(*marks, marker="D", s=16, color="white", edgecolors="black", linewidths=0.8, zorder=3,
+                   label="mean wall time at the stopping signal")
     # A panel named after its subject ("MMLU small: abstract_algebra") breaks before the subject,
     # so that neighbouring long names do not overlap.
     ax.set_xticks(range(len(groups)), [name.replace(": ", ":\n") for name in groups], fontsize="small")

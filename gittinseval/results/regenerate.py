@@ -2,7 +2,8 @@
 
 :func:`regenerate` writes the report of every entry of the manifest
 (:mod:`gittinseval.results.manifest`) into its folder, leaving in it only what the report
-writes, and then the status tables (:mod:`gittinseval.results.status`):
+writes, and then the status tables (:mod:`gittinseval.results.status`) and the verdicts of the paper's claims
+(:mod:`gittinseval.results.verdict_tables`):
 ``gittinseval-report --all docs/results``, or ``make results``.  :func:`differences`
 compares a committed folder with a fresh one, file by file, which is how the test suite
 checks that every committed table is what its store gives.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from gittinseval.results.manifest import StoreReport, read_manifest, read_stores
 from gittinseval.results.status import STATUS_DIR, write_status
+from gittinseval.results.verdict_tables import VERDICTS_DIR, write_verdicts
 
 __all__ = ["differences", "regenerate"]
 
@@ -34,9 +36,12 @@ def _replace_folder(fresh: Path, folder: Path) -> None:
         shutil.move(path, folder / path.name)
 
 
-def regenerate(results_dir: str | Path, status_out: str | Path = STATUS_DIR) -> list[StoreReport]:
-    """Write the report of every entry of ``<results_dir>/reports.yaml`` into its folder, and the
-    status tables into ``status_out`` (if ``<results_dir>/paper.yaml`` exists); returns the entries."""
+def regenerate(
+    results_dir: str | Path, status_out: str | Path = STATUS_DIR, verdicts_out: str | Path = VERDICTS_DIR
+) -> list[StoreReport]:
+    """Write the report of every entry of ``<results_dir>/reports.yaml`` into its folder, the status tables
+    into ``status_out`` (if ``<results_dir>/paper.yaml`` exists) and the verdicts of the claims into
+    ``verdicts_out`` (if ``<results_dir>/claims.yaml`` exists); returns the entries."""
     reports = read_manifest(results_dir)
     runs = read_stores(reports)
     for report in reports:
@@ -46,6 +51,9 @@ def regenerate(results_dir: str | Path, status_out: str | Path = STATUS_DIR) -> 
     with tempfile.TemporaryDirectory() as scratch:
         if write_status(results_dir, reports, scratch, runs):  # nothing without the paper's facts
             _replace_folder(Path(scratch), Path(status_out))
+    with tempfile.TemporaryDirectory() as scratch:
+        if write_verdicts(results_dir, reports, scratch, runs):  # nothing without claims
+            _replace_folder(Path(scratch), Path(verdicts_out))
     return reports
 
 

@@ -46,6 +46,9 @@ include it:
 - ``spend.md``, for runs that record each arm's spend (``record_arm_spend``): per curve,
   the mean share of a run's spend to 10 % on the arms its seed's plan guessed cheap or dear
   and on the best arms (:mod:`gittinseval.results.spend`); also at the end of ``report.md``;
+- ``price_deciles.md``, for runs that also record each arm's price: per curve, the mean share of a run's
+  spend to 10 % on each tenth of the arms by price, and the best arm's tenth
+  (:mod:`gittinseval.results.price_deciles`); also at the end of ``report.md``;
 - ``prior_fit.md``, for GittinsEval-EB runs: per benchmark family and cost mode, how often
   the prior was fitted and its tables refreshed, and the final prior against the arm
   population (:mod:`gittinseval.results.prior_fit`); also at the end of ``report.md``;
@@ -55,7 +58,8 @@ include it:
 - ``report.md``: every table, with the figures.
 
 Figures (``figures="all"``): ``<family>.png`` per benchmark family, its cost modes' panels
-side by side, and ``timing_<cost mode>.png``, the wall times; ``"families"`` leaves out the
+side by side, and ``timing_<cost mode>.png``, the wall times (each bar marked at the mean wall time at the
+stopping signal, where the runs recorded it); ``"families"`` leaves out the
 timing figures, ``"timing"`` keeps only them (a timing study's regret curves show nothing
 new) and ``"none"`` draws no figure (tables alone take a fraction of a second).
 
@@ -73,7 +77,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gittinseval.results import calibration, certificate_models, certificates, confidence_stop, prior_fit, spend
+from gittinseval.results import (
+    calibration,
+    certificate_models,
+    certificates,
+    confidence_stop,
+    price_deciles,
+    prior_fit,
+    spend,
+)
 from gittinseval.results.curves import aggregate_group
 from gittinseval.results.panels import TABLE_PERCENTS, PanelTables, by_cost_mode, by_family, panel_tables
 from gittinseval.results.plotting import plot_panels, plot_wall_times
@@ -89,6 +101,7 @@ from gittinseval.results.tables import (
     overview_cells,
     overview_markdown,
     paired_cells,
+    price_decile_cells,
     prior_fit_cells,
     regret_cells,
     reliability_cells,
@@ -125,11 +138,17 @@ def draw_figures(
     """
     family_figures: dict[str, Figure] = {}
     wall_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
+    stop_times: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(dict)
     for family, members in families.items():
         figure_panels = []
         for panel in (tables.panel for tables in members):
             wall_times[panel.cost_mode][panel.family_title] = {
                 label: [run.summary["wall_time_s"] for run in runs] for label, runs in panel.curves.items()
+            }
+            # Runs stored before the wall time at the signal was recorded have none: their bars get no mark.
+            stop_times[panel.cost_mode][panel.family_title] = {
+                label: [seconds for run in runs if (seconds := run.summary.get("stop_wall_time_s")) is not None]
+                for label, runs in panel.curves.items()
             }
             if draw and regret:
                 curves = [aggregate_group(label, runs, log_grid=log_cost) for label, runs in panel.curves.items()]
@@ -143,7 +162,8 @@ def draw_figures(
     for cost_mode, groups in wall_times.items() if timing else ():
         title = f"Wall time per run ({cost_mode} cost)"
         path = out / f"timing_{cost_mode}.png"
-        timing_figures.append(Figure(title, plot_wall_times(groups, path, title) if draw else path))
+        timing_figures.append(Figure(title, plot_wall_times(groups, path, title, stop_times[cost_mode]) if draw
+                                     else path))
     return family_figures, timing_figures
 
 
@@ -253,6 +273,8 @@ SUMMARY_TABLES = (
     SummaryTable("How sure the final recommendations were", "certificate.md", certificates.certificate_rows,
                  _markdown(certificate_cells)),
     SummaryTable("Where the money went", "spend.md", spend.spend_rows, _markdown(spend_cells)),
+    SummaryTable("Where the money went, by price decile", "price_deciles.md", price_deciles.price_decile_rows,
+                 _markdown(price_decile_cells)),
     SummaryTable("How GittinsEval-EB learned its prior", "prior_fit.md", prior_fit.prior_fit_rows,
                  _markdown(prior_fit_cells)),
     SummaryTable("Calibration on {}", "calibration_{}.md", calibration.calibration_rows, _markdown(calibration_cells),

@@ -40,9 +40,11 @@ from gittinseval.results.manifest import StoreReport
 from gittinseval.results.panels import curve_rows, panels
 from gittinseval.results.stats import Estimate
 from gittinseval.results.tables import EMPTY, estimate_cell, markdown_table
+from gittinseval.sim.experiment import store_paths
 from gittinseval.sim.results_store import RunRow, load_rows
 from gittinseval.utils.config_dir import CONFIG_DIR
 from gittinseval.utils.text import invalid_yaml
+from gittinseval.utils.validation import ConfigError
 
 __all__ = ["EXPERIMENTS_DIR", "PAPER_FACTS", "STATUS_DIR", "StoreFacts", "data_kind", "read_paper_facts",
            "write_status"]
@@ -175,15 +177,18 @@ def _figure_cells(figure: dict, reports: dict[str, StoreReport], facts: dict[Pat
 
 def _experiment_stores(experiments: Path) -> dict[str, str | None]:
     """Each experiment of the paper (``paper/<name>`` for ``<experiments>/<name>.yaml``) and the file name
-    of the store its sweep adds its runs to (its ``results_store``), or ``None``."""
+    of the store its sweep adds its runs to (its ``results_store``, the first of a list), or ``None``."""
     stores = {}
     for path in sorted(experiments.glob("*.yaml")):
         try:
             config = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as error:
             raise ValueError(invalid_yaml(error, path)) from None
-        store = config.get("results_store") if isinstance(config, dict) else None
-        stores[f"paper/{path.stem}"] = Path(store).name if store else None
+        try:
+            paths = store_paths(config.get("results_store") if isinstance(config, dict) else None)
+        except ConfigError as error:
+            raise ValueError(f"{path}: {error}") from None
+        stores[f"paper/{path.stem}"] = paths[0].name if paths else None
     return stores
 
 

@@ -18,7 +18,8 @@ The summary tables, of what the runs' summaries carry beside their regret, are t
 one module each: the final certificates (:mod:`~gittinseval.results.certificates`,
 :func:`certificate_cells`), their calibration (:mod:`~gittinseval.results.calibration`,
 :func:`calibration_cells` and :func:`reliability_cells`), the confidence stop
-(:mod:`~gittinseval.results.confidence_stop`), the spend (:mod:`~gittinseval.results.spend`),
+(:mod:`~gittinseval.results.confidence_stop`), the spend (:mod:`~gittinseval.results.spend`; by price decile,
+:mod:`~gittinseval.results.price_deciles`),
 the prior fits (:mod:`~gittinseval.results.prior_fit`) and the posterior models compared
 (:mod:`~gittinseval.results.certificate_models`, the ``model_*`` cells).  A share of runs is
 written with its 95 % Wilson interval (:func:`share_cell`), a stated probability or a share
@@ -38,6 +39,7 @@ from gittinseval.results.calibration import CheckpointCalibration, ReliabilityBi
 from gittinseval.results.certificates import CertificateRow
 from gittinseval.results.confidence_stop import ConfidenceStopRow
 from gittinseval.results.panels import TABLE_PERCENTS, CurveRow, PairedRow, PanelTables, StopRow
+from gittinseval.results.price_deciles import PriceDecileRow
 from gittinseval.results.prior_fit import PriorFitRow, Spread
 from gittinseval.results.spend import SpendRow, SpendShare
 from gittinseval.results.stats import Estimate, Share
@@ -59,6 +61,7 @@ __all__ = [
     "overview_markdown",
     "paired_cells",
     "panel_markdown",
+    "price_decile_cells",
     "prior_fit_cells",
     "regret_cells",
     "reliability_cells",
@@ -194,12 +197,13 @@ def _runs_cell(rows: Sequence[CurveRow]) -> str:
 
 
 def overview_cells(tables: Sequence[PanelTables], percent: int) -> list[dict[str, str]]:
-    """Every panel's regret at ``percent`` % side by side: one row per panel, one column per curve.
+    """Every panel's regret at ``percent`` % side by side: one row per panel, one column per curve; the first
+    column's header names the share, so that the table says what it shows wherever it is included.
 
     A panel without some curve of another has :data:`EMPTY` in that curve's column.
     """
     by_panel = [
-        {"panel": table.panel.name, "runs": _runs_cell(table.rows)}
+        {f"panel (regret @ {percent} %)": table.panel.name, "runs": _runs_cell(table.rows)}
         | {row.label: estimate_cell(row.regret[percent], row.runs, in_design=row.in_design[percent])
            for row in table.rows}
         for table in tables
@@ -302,6 +306,23 @@ def spend_cells(rows: Sequence[SpendRow]) -> list[dict[str, str]]:
             "guessed cheap": _spend_cell(row.cheap, row.runs),
             "guessed dear": _spend_cell(row.dear, row.runs),
             f"the {row.top} best": _spend_cell(row.best, row.runs),
+            "runs": str(row.runs),
+        }
+        for row in rows
+    ]
+
+
+def price_decile_cells(rows: Sequence[PriceDecileRow]) -> list[dict[str, str]]:
+    """``price_deciles.md``: per benchmark, cost mode and curve, the mean share of the spend on each price decile
+    (D1 the cheapest tenth of the arms, ``–`` a decile of no arm) and the decile of the best arm."""
+    return [
+        {
+            "benchmark": row.benchmark,
+            "cost": row.cost_mode,
+            f"share of the spend to {row.percent} %": row.label + ("" if row.lam is None else f" λ={row.lam:g}"),
+            **{f"D{d}": EMPTY if math.isnan(share) else f"{100 * share:.1f} %"
+               for d, share in enumerate(row.shares, start=1)},
+            "best arm in": f"D{row.best_decile}",
             "runs": str(row.runs),
         }
         for row in rows

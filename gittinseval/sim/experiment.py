@@ -7,10 +7,12 @@ import hashlib
 import json
 import logging
 import subprocess
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gittinseval.core.certificate import format_certificate
 from gittinseval.core.params import legacy_targets
@@ -26,11 +28,13 @@ __all__ = [
     "code_commit",
     "config_digest",
     "finished_run",
-    "results_store",
+    "results_stores",
     "run_experiment",
     "run_trials",
     "simulate_config",
+    "store_paths",
     "trial_configs",
+    "trial_digests",
 ]
 
 # Settings that do not change a run's result: a finished run is reused across them.
@@ -38,13 +42,15 @@ RESULT_NEUTRAL_KEYS = ("logger", "progress", "trials", "results_store", "threads
 # Settings added after runs were stored, with their defaults.  At its default a setting is left out of
 # the digest, so the digests of the stored runs (docs/results/*.parquet) stay theirs; any other value
 # changes the summary (another certificate, a recorded confidence stop, another recommendation) and
-# so the digest.
+# so the digest.  A dotted key is a setting inside a group (benchmark.prices: the ZeroEval matrices' price rule,
+# given as benchmark.prices=paper).
 LATER_SETTINGS = {
     **RunSettings.defaults_as_config(),
     "checkpoint_certificates": False,
     "cold_start": False,
     "compare_certificates": [],
     "record_arm_spend": False,
+    "benchmark.prices": "tokens",
 }
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -61,13 +67,77 @@ def config_digest(cfg: DictConfig) -> str:
     package (:func:`~gittinseval.core.params.legacy_targets`: ``gittinseval.baselines.ucbe.UCBEPolicy``
     as ``baselines.ucbe.UCBEPolicy``), so the stored runs keep their digests.
     """
-    settings = legacy_targets(OmegaConf.to_container(cfg, resolve=True))
-    for key in RESULT_NEUTRAL_KEYS:
-        settings.pop(key, None)
+    # Each setting resolved on its own, the neutral ones not at all: `OmegaConf.to_container(cfg, resolve=True)`
+    # without them, but a sweep's check of its finished runs no longer parses the logger's interpolation per run.
+    return _digest({key: _resolved(cfg, key) for key in cfg if key not in RESULT_NEUTRAL_KEYS})
+
+
+def trial_digests(cfg: DictConfig) -> list[str]:
+    """``[config_digest(trial) for trial in trial_configs(cfg)]``, with ``cfg`` resolved once rather than copied
+    and resolved for each trial (a sweep's check of its finished runs, :class:`~gittinseval.sim.sweeps.FinishedRuns`).
+
+    A trial differs from ``cfg`` in its seed alone, so only the seed and the interpolations (any of which
+    may read it) can resolve differently: for each trial the seed is set on ``cfg`` and those are resolved
+    again.  ``cfg``'s own seed is set back at the end.
+    """
+    seeds = _trial_seeds(cfg)
+    if seeds is None:
+        return [config_digest(cfg)]
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    settings = {key: _resolved(cfg, key) for key in cfg if key not in RESULT_NEUTRAL_KEYS}
+    # Every value written as an interpolation (a string with "${"; an escaped one is merely resolved again).
+    interpolated = [path for path in _string_paths(raw) if "${" in _at(raw, path) and path[0] in settings]
+    digests = []
+    try:
+        for seed in seeds:
+            cfg.seed = seed
+            settings["seed"] = seed
+            for *parents, key in interpolated:
+                node = cfg
+                for parent in parents:
+                    node = node[parent]
+                _at(settings, parents)[key] = _resolved(node, key)
+            digests.append(_digest(settings))
+    finally:
+        cfg.seed = raw["seed"]
+    return digests
+
+
+def _digest(settings: dict) -> str:
+    """The digest of a config's resolved settings without :data:`RESULT_NEUTRAL_KEYS` (left as they are)."""
+    settings = legacy_targets(settings)
     for key, default in LATER_SETTINGS.items():
-        if key in settings and settings[key] == default:
-            del settings[key]
+        *groups, name = key.split(".")
+        node = settings
+        for group in groups:
+            node = node.get(group) if isinstance(node, dict) else None
+        if isinstance(node, dict) and name in node and node[name] == default:
+            del node[name]
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def _resolved(cfg: DictConfig | ListConfig, key: str | int) -> object:
+    """``cfg[key]`` resolved as ``OmegaConf.to_container(cfg, resolve=True)[key]`` gives it (``"???"`` if missing)."""
+    if OmegaConf.is_missing(cfg, key):
+        return "???"
+    value = cfg[key]
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def _string_paths(value: object, path: tuple = ()) -> Iterator[tuple]:
+    """The paths (keys and list indices) of the strings in the nested dicts and lists ``value``."""
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict | list):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            yield from _string_paths(item, (*path, key))
+
+
+def _at(value: Any, path: Sequence) -> Any:
+    """The item of the nested dicts and lists ``value`` at ``path``."""
+    for key in path:
+        value = value[key]
+    return value
 
 
 @functools.cache
@@ -116,16 +186,24 @@ def trial_configs(cfg: DictConfig) -> list[DictConfig]:
     One trial is ``cfg`` itself; each of several is a copy of ``cfg`` with its own seed,
     the config (and so the :func:`config_digest`) of a single run with that seed.
     """
-    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
-    if trials == 1:
+    seeds = _trial_seeds(cfg)
+    if seeds is None:
         return [cfg]
-    first = non_negative_int("seed", cfg.seed)
     configs = []
-    for seed in range(first, first + trials):
+    for seed in seeds:
         trial = cfg.copy()
         trial.seed = seed
         configs.append(trial)
     return configs
+
+
+def _trial_seeds(cfg: DictConfig) -> list[int] | None:
+    """The seeds of the trials of the job ``cfg``; ``None`` for one trial (``cfg`` itself, its seed as it is)."""
+    trials = positive_int("trials (runs per job)", cfg.get("trials", 1))
+    if trials == 1:
+        return None
+    first = non_negative_int("seed", cfg.seed)
+    return list(range(first, first + trials))
 
 
 def run_trials(
@@ -149,19 +227,34 @@ def run_trials(
     return results
 
 
-def results_store(cfg: DictConfig) -> Path | None:
-    """The results store ``cfg.results_store`` whose runs are not run again (``None``: no store).
+def store_paths(value: object) -> tuple[Path, ...]:
+    """The results stores of a config's ``results_store``: a ``.parquet`` path, a list of them, or null (none).
 
-    A store that does not exist yet is said once, when it is first asked for: its runs would all be
-    run, as if it were not given, which is right for a store being started and wrong for a mistyped path.
+    Anything else, or a list entry that is not a ``.parquet`` path, is a :class:`ConfigError` naming it.
     """
-    store = cfg.get("results_store")
-    if store is not None and not str(store).endswith(".parquet"):
-        raise ConfigError(f"results_store must be a .parquet file (or null), got {store!r}")
-    if store is None:
-        return None
-    _say_if_missing(Path(store))
-    return Path(store)
+    if value is None:
+        return ()
+    entries = OmegaConf.to_container(value) if OmegaConf.is_list(value) else value
+    listed = isinstance(entries, list | tuple)
+    for position, entry in enumerate(entries if listed else [entries], start=1):
+        if not isinstance(entry, str | Path) or not str(entry).endswith(".parquet"):
+            where = f"entry {position} of the list is {entry!r}" if listed else f"got {entry!r}"
+            raise ConfigError(f"results_store must be a .parquet file, a list of them, or null; {where}")
+    return tuple(Path(entry) for entry in (entries if listed else [entries]))
+
+
+def results_stores(cfg: DictConfig) -> tuple[Path, ...]:
+    """The results stores ``cfg.results_store`` whose runs are not run again (:func:`store_paths`; none: ``()``).
+
+    A run that any of them holds is skipped; the first is the one a sweep's runs are exported to
+    (the others hold runs of the same grid made by other sweeps).  A store that does not exist yet
+    is said once, when it is first asked for: its runs would all be run, as if it were not given,
+    which is right for a store being started and wrong for a mistyped path.
+    """
+    stores = store_paths(cfg.get("results_store"))
+    for store in stores:
+        _say_if_missing(store)
+    return stores
 
 
 @functools.cache
@@ -221,21 +314,22 @@ def run_experiment(
     and the :func:`code_commit` it ran on) to ``output_dir`` and hands the run to the
     configured logger.  Nothing is run or logged again if ``output_dir`` already holds
     the finished run of the same config (it is returned, marked ``reused``), or if the
-    results store ``cfg.results_store`` holds it (its stored row is returned, and
+    results stores ``cfg.results_store`` holds it (its stored row is returned, and
     ``output_dir`` is left alone).
     """
     output_dir = Path(output_dir)
-    store = results_store(cfg)
+    stores = results_stores(cfg)
     digest = config_digest(cfg)
     saved = finished_run(output_dir, digest)
     if saved is not None:
         log.info("skipped %s: finished earlier with the same config", output_dir)
         saved.reused = True
         return saved
-    stored = stored_run(store, digest) if store is not None else None
-    if stored is not None:
-        log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
-        return stored
+    for store in stores:
+        stored = stored_run(store, digest)
+        if stored is not None:
+            log.info("skipped %s: the results store %s holds a run of the same config", output_dir, store)
+            return stored
     # Read before the run builds its policy: the baselines are imported then, and a commit
     # made while the run goes on must not be stamped on code loaded before it.
     commit = code_commit()

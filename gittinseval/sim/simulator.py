@@ -124,7 +124,7 @@ def simulate(
 
     The budget is ``budget_fraction`` of the exhaustive cost ``N * sum_k c_k``; it
     is checked after each batch, so the last batch may cross it.  The run goes on
-    past the policy's stopping signal and records the cost at which it fired, and
+    past the policy's stopping signal and records the cost and the wall time at which it fired, and
     likewise past the confidence stop ``settings.stop_when`` (``confidence_stop`` in the
     summary: the step, cost and regret at which the recommended arm was first
     eps-best with the required posterior probability).  It ends early only if the
@@ -150,7 +150,8 @@ def simulate(
     (:class:`~gittinseval.sim.certificate_record.CertificateRecord`).
     With ``record_arm_spend`` the summary's ``arm_spend`` maps each reported share
     (``"1pct"``, ...) to the ``[K]`` spend on each arm over the batches at or below it, with
-    ``arm_means`` (``[K]`` the full-benchmark means the regret is of) and, under a ``cost_plan``,
+    ``arm_means`` (``[K]`` the full-benchmark means the regret is of), ``arm_prices`` (``[K]`` the
+    benchmark's price of each arm, whatever the cost mode; ``None`` without prices) and, under a ``cost_plan``,
     ``arm_planned_over_true`` (``[K]`` the plan's starting guess over the true expected costs):
     where the money went and on which arms, which a results store (it keeps no traces) can show.
 
@@ -234,6 +235,7 @@ def simulate(
     rows: list[tuple[int, int, float, int]] = []
     spent = 0.0
     stop_step = None
+    stop_wall_time = None
     confidence_step = None
 
     started = time.perf_counter()
@@ -261,6 +263,7 @@ def simulate(
             record.after_batch()
             if stop_step is None and policy.stop_signal:
                 stop_step = len(rows)
+                stop_wall_time = time.perf_counter() - started
             if confidence_step is None and session.confident():
                 confidence_step = len(rows)
             bar.update(batch_cost)
@@ -312,6 +315,8 @@ def simulate(
         "stop_cost": None if stop_step is None else float(spend[stop_step - 1]),
         "stop_cost_pct": None if stop_step is None else float(cost_pct[stop_step - 1]),
         "stop_regret": None if stop_step is None else float(regret[stop_step - 1]),
+        # The wall time (s) from the run's start to the batch at which the signal fired (the timing figures' mark).
+        "stop_wall_time_s": stop_wall_time,
         "best_mean": best,
         # The truth a learned prior (GittinsEval-EB) is judged against: mean and variance (ddof 0) of the K arm means.
         "arm_population": {"mean": float(row_means.mean()), "var": float(row_means.var())},
@@ -343,6 +348,7 @@ def simulate(
             for n in [_batches_within(cost_pct, p)]
         }
         summary["arm_means"] = row_means.tolist()
+        summary["arm_prices"] = None if benchmark.prices is None else benchmark.prices.tolist()
         if cost_plan is not None:
             summary["arm_planned_over_true"] = (np.asarray(cost_plan.guess, dtype=np.float64) / costs).tolist()
     if objective.name != "accuracy":

@@ -1,6 +1,6 @@
 """A sweep's finished runs, found before any of its jobs is launched.
 
-A run is finished if the results store of its config (``results_store``) holds a run of
+A run is finished if a results store of its config (``results_store``, one or a list) holds a run of
 its :func:`~gittinseval.sim.experiment.config_digest`, or if the sweep folder does (a
 ``summary.json`` with that digest).  Its digest needs its config, which Hydra composes
 job by job; :class:`JobConfigs` composes the configs of a whole sweep at about a
@@ -21,7 +21,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, open_dict, read_write
 
-from gittinseval.sim.experiment import config_digest, results_store, trial_configs
+from gittinseval.sim.experiment import results_stores, trial_digests
 from gittinseval.sim.results_store import stored_digests
 
 __all__ = ["FinishedRuns", "JobConfigs", "finished_digests"]
@@ -129,9 +129,10 @@ def finished_digests(sweep_dir: Path) -> frozenset[str]:
 
 
 class FinishedRuns:
-    """How many runs of a sweep's jobs are finished: stored in the job's results store, or in the sweep folder.
+    """How many runs of a sweep's jobs are finished: stored in one of the job's results stores, or in the sweep
+    folder.
 
-    The sweep folder and each store are read once, when the first job asks; a job that is
+    The sweep folder and each job's stores are read once, when the first job asks; a job that is
     launched checks its runs again (:func:`~gittinseval.sim.experiment.run_experiment`).
     """
 
@@ -139,7 +140,8 @@ class FinishedRuns:
         self.sweep_dir = Path(sweep_config.hydra.sweep.dir)
         self._configs = JobConfigs(config_loader, sweep_config)
         self._in_sweep_dir: frozenset[str] | None = None
-        self._stores: dict[Path, frozenset[str]] = {}
+        # The digests held by each job's stores, pooled: a job of a sweep looks up one set.
+        self._stores: dict[tuple[Path, ...], frozenset[str]] = {}
 
     def check_options(self, jobs: Iterable[Sequence[str]]) -> None:
         """See :meth:`JobConfigs.check_options`."""
@@ -150,9 +152,9 @@ class FinishedRuns:
         cfg = self._configs.config(overrides)
         if self._in_sweep_dir is None:
             self._in_sweep_dir = finished_digests(self.sweep_dir)
-        store = results_store(cfg)
-        if store is not None and store not in self._stores:
-            self._stores[store] = stored_digests(store)
-        stored = self._stores.get(store, frozenset())
-        digests = [config_digest(trial) for trial in trial_configs(cfg)]
+        stores = results_stores(cfg)
+        if stores not in self._stores:
+            self._stores[stores] = frozenset().union(*(stored_digests(store) for store in stores))
+        stored = self._stores[stores]
+        digests = trial_digests(cfg)
         return len(digests), sum(digest in stored or digest in self._in_sweep_dir for digest in digests)

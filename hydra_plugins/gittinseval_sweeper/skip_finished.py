@@ -11,6 +11,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from gittinseval.results.callbacks import record_runs
+from gittinseval.sim.experiment import store_paths
 from gittinseval.sim.sweeps import FinishedRuns
 from gittinseval.utils.text import count
 
@@ -73,10 +74,10 @@ class SkipFinishedSweeper(BasicSweeper):
         """The next jobs with a run to do, up to ``max_batch_size``; the finished ones before them are counted."""
         assert self.config is not None and self.overrides is not None and self._finished is not None
         if self._jobs is None:
-            store = self.config.get("results_store")
+            stores = store_paths(self.config.get("results_store"))
             log.info("Checking %s for runs %sfinished in %s: those are skipped",
                      count(sum(len(batch) for batch in self.overrides), "job"),
-                     f"stored in {store} or " if store else "", self._finished.sweep_dir)
+                     f"stored in {', '.join(map(str, stores))} or " if stores else "", self._finished.sweep_dir)
             self._finished.check_options(itertools.chain.from_iterable(self.overrides))
             self._jobs = itertools.chain.from_iterable(self.overrides)
         at_once = not self.max_batch_size or self.config.hydra.launcher.get("_target_") in self.launch_at_once

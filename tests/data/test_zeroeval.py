@@ -196,3 +196,49 @@ def test_a_stored_run_is_skipped_only_under_its_own_cost_mode(tmp_path):
         result = run_experiment(other, tmp_path / mode)
         assert isinstance(result, RunResult) and result.summary["cost_mode"] == mode
         assert json.loads((tmp_path / mode / "summary.json").read_text())["config_digest"] == config_digest(other)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_paper_price_rule_is_input_plus_twice_output_price_of_models_csv(name):
+    """benchmark.prices=paper: each arm input + 2 x output price (the paper's GSM8K rule), the same every example."""
+    bench = load_zeroeval(name, "paper")
+    table = {row["model"]: row for row in rows_of(name)}
+    by_hand = [float(table[model]["input_usd_per_1m"]) + 2 * float(table[model]["output_usd_per_1m"])
+               for model in bench.arm_names]
+    np.testing.assert_array_equal(bench.prices, by_hand)
+    assert bench.cell_costs is None and bench.name == f"{name}/paper_prices"
+    assert bench.details["prices"] == "paper" and "dollars_per_raw_cost" not in bench.details
+    tokens = load_zeroeval(name)
+    assert tokens.details["prices"] == "tokens" and tokens is LOADERS[name]("tokens")
+    np.testing.assert_array_equal(bench.scores, tokens.scores)
+    assert bench.specific_prior == tokens.specific_prior and bench.default_batch_size == tokens.default_batch_size
+    # The loader's docstring: one input and two output prices an example price every arm higher, 1.6 to 6 times.
+    ratio = bench.prices / tokens.prices
+    assert 1.5 < ratio.min() and ratio.max() < 6.1
+
+
+def test_the_paper_rule_prices_claude_3_opus_at_165_on_gsm8k():
+    # claude-3-opus: 15 USD per 1M input tokens, 75 per 1M output tokens: 15 + 2 x 75.
+    bench = load_gsm8k_zeroeval("paper")
+    assert bench.prices[bench.arm_names.index("claude-3-opus-20240229")] == 165.0
+
+
+def test_the_paper_rule_has_no_per_cell_costs_and_an_unknown_rule_is_named():
+    cfg = compose_config("method=ucbe", "cost=per_cell", "benchmark.prices=paper", "budget=0.01")
+    with pytest.raises(ValueError, match=r"benchmark 'gsm8k_zeroeval/paper_prices' has no per-cell costs "
+                                         r"\(benchmark.prices=paper prices each arm by the paper's GSM8K rule"):
+        run_experiment(cfg, "unused")
+    with pytest.raises(ValueError, match="benchmark.prices must be one of tokens, paper .*, got 'papers'"):
+        load_zeroeval("gsm8k_zeroeval", "papers")
+
+
+def test_a_cost_aware_run_under_the_paper_rule_charges_each_arm_its_paper_price(tmp_path):
+    cfg = compose_config("method=ucbe", "cost=aware", "benchmark.prices=paper", "budget=0.01",
+                         benchmark="crux_zeroeval")
+    summary = run_experiment(cfg, tmp_path).summary
+    prices = load_crux_zeroeval("paper").prices
+    assert summary["benchmark"] == "crux_zeroeval/paper_prices"
+    assert summary["exhaustive_cost"] == pytest.approx(800 * prices.sum(), rel=1e-12)
+    trace = RunResult.load(tmp_path).trace
+    batch_costs = np.diff(trace["cost"], prepend=0.0)
+    np.testing.assert_allclose(batch_costs, prices[trace["arm"]] * trace["batch_size"], rtol=1e-12)

@@ -8,6 +8,7 @@ import pytest
 
 from gittinseval.results.manifest import read_manifest, read_stores
 from gittinseval.results.status import STATUS_DIR, write_status
+from gittinseval.results.verdict_tables import VERDICTS_DIR, write_verdicts
 from gittinseval.sim.simulator import RunResult
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -39,9 +40,9 @@ def in_repository(monkeypatch):
 
 @pytest.fixture(scope="session")
 def regenerated(tmp_path_factory):
-    """Every report of the manifest and the status tables, written afresh from the committed stores into
-    a folder of their own (``<report name>/`` and ``status/``), without drawing figures; and the seconds
-    that took."""
+    """Every report of the manifest, the status tables and the verdicts, written afresh from the committed
+    stores into a folder of their own (``<report name>/``, ``status/`` and ``verdicts/``), without drawing
+    figures; and the seconds the reports and status tables took."""
     fresh = tmp_path_factory.mktemp("regenerated")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPOSITORY)
@@ -52,4 +53,5 @@ def regenerated(tmp_path_factory):
             report.write(fresh / report.name, draw=False, runs=runs[report.store])
         write_status(RESULTS, reports, fresh / STATUS_DIR.name, runs)
         seconds = time.perf_counter() - start
+        write_verdicts(RESULTS, reports, fresh / VERDICTS_DIR.name, runs)
     return fresh, reports, seconds

@@ -48,6 +48,11 @@ def test_a_sweep_whose_runs_were_all_stored_points_at_the_store(tmp_path, capsys
     out = capsys.readouterr().out
     assert "Skipped 2 runs finished earlier with the same config; ran 0." in out
     assert "No runs in the sweep folder; report the results store: gittinseval-report docs/results/x.parquet" in out
+    config.results_store = ["docs/results/x.parquet", "docs/results/y.parquet"]
+    PlotSweep().on_multirun_end(config)
+    out = capsys.readouterr().out
+    assert ("No runs in the sweep folder; report the results stores: gittinseval-report docs/results/x.parquet "
+            "docs/results/y.parquet") in out
 
 
 def sweep_config(sweep_dir, trials=1):

@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 
 from gittinseval.results.status import STATUS_DIR
-from tests.results.conftest import REPOSITORY
+from gittinseval.results.verdict_tables import VERDICTS_DIR
+from gittinseval.results.verdicts import read_claims
+from tests.results.conftest import REPOSITORY, RESULTS
 
 RESULTS_PAGES = sorted((REPOSITORY / "docs" / "reproduction").glob("*.md"))
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"\s*$')
@@ -30,7 +32,8 @@ def table_problems(text: str, generated: set[str]) -> list[str]:
 def generated_tables(regenerated) -> set[str]:
     """The tables a fresh regeneration writes, as the repository paths they are committed at."""
     fresh, reports, _ = regenerated
-    folders = {report.name: report.out for report in reports} | {STATUS_DIR.name: STATUS_DIR}
+    folders = {report.name: report.out for report in reports} | {STATUS_DIR.name: STATUS_DIR,
+                                                                  VERDICTS_DIR.name: VERDICTS_DIR}
     return {str(folders[folder.name] / path.name) for folder in fresh.iterdir() for path in folder.glob("*.md")}
 
 
@@ -52,6 +55,77 @@ def test_a_typed_table_or_an_include_of_another_file_is_found():
     problems = table_problems(page, generated)
     assert [problem.split(":")[0] for problem in problems] == ["line 5", "line 6", "line 7", "line 9"]
     assert "docs/tables/pasted.md" in problems[-1]
+
+
+# A number in the prose of a results page (docs/reproduction/index.md states the rule): digits, or a
+# number word from three up, outside code, includes, link targets, dates, section signs, list markers and
+# the paper's own words (marked paper: "...").
+NUMBER = re.compile(
+    r"(?<![\w.])\d+(?:[.,]\d+)*(?=x\b|\W|$)"
+    r"|\b(?:three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
+    r"|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million)\b",
+    re.IGNORECASE,
+)
+EXEMPT = re.compile(
+    r"`[^`]*`"  # code: commands, config values, file names, commits
+    r'|paper: "[^"]*"'  # the paper's own words
+    r"|\]\([^)]*\)"  # link and image targets
+    r"|\b(?:19|20)\d\d(?:-\d\d){0,2}\b"  # years and dates
+    r"|§\s?\d+(?:\.\d+)*"  # section numbers
+    r"|^[ \t]*\d+\.[ \t]",  # ordered-list markers
+    re.MULTILINE,
+)
+
+
+def prose_numbers(text: str) -> list[str]:
+    """The numbers in the prose of a results page that no include produces and that are not exempt (above); an
+    exempt span may run over several lines."""
+    lines, in_code = [], False
+    for line in text.splitlines():
+        fence = line.lstrip().startswith("```")
+        in_code ^= fence
+        lines.append("" if fence or in_code or line.startswith("--8<--") else line)
+    prose = EXEMPT.sub(lambda match: re.sub(r"[^\n]", " ", match.group()), "\n".join(lines))
+    return [
+        f"line {prose.count(chr(10), 0, match.start()) + 1}: {match.group()!r} in "
+        f"{text.splitlines()[prose.count(chr(10), 0, match.start())].strip()[:70]!r}"
+        for match in NUMBER.finditer(prose)
+    ]
+
+
+def test_no_number_in_the_prose_of_a_results_page():
+    for page in RESULTS_PAGES:
+        assert prose_numbers(page.read_text()) == [], f"{page.name}: a number no include produces; put it in a " \
+            "table the stores give (make results), in code if it is a setting, or mark the paper's as paper: \"...\""
+
+
+def test_a_number_in_prose_is_found_and_the_exempt_ones_are_not():
+    page = "\n".join([
+        "S is below G on 25 of the 57 subjects, sixteen of them hard; UCB-E-LRF is 30× slower and 5x dearer.",
+        'The paper: paper: "typically triggers at 1%–10%". Runs with `seed=0` and `lam=1e-4` on GSM8K.',
+        "1. Since the fix of 2026-11-24 (§4.2), see [the table](main.md#regret-at-2-percent).",
+        "--8<-- \"docs/figures/main/gsm8k_standin_unit.md\"",
+        "```bash", "gittinseval -m experiment=paper/main trials=20", "```",
+        "A regret of 0.0059 ± 0.0026 at λ = 1e-4, as paper: \"the paper's words may run",
+        'over a line, 2 %" says.',
+    ])
+    found = [problem.split(" in ")[0] for problem in prose_numbers(page)]
+    assert found == ["line 1: '25'", "line 1: '57'", "line 1: 'sixteen'", "line 1: '30'", "line 1: '5'",
+                     "line 8: '0.0059'", "line 8: '0.0026'", "line 8: '4'"]
+
+
+def test_every_page_shows_the_verdicts_of_its_claims_and_the_index_the_rule_and_summary():
+    claims = read_claims(REPOSITORY / RESULTS)
+    assert claims
+    index = (REPOSITORY / "docs/reproduction/index.md").read_text().splitlines()
+    for name in ("rule.md", "summary.md"):
+        assert f'--8<-- "{VERDICTS_DIR / name}"' in index
+    for page in {claim.page for claim in claims}:
+        lines = (REPOSITORY / "docs/reproduction" / f"{page}.md").read_text().splitlines()
+        wanted = [VERDICTS_DIR / f"page_{page}.md"] + [
+            VERDICTS_DIR / f"claim_{claim.name}.md" for claim in claims if claim.page == page
+        ]
+        assert [str(path) for path in wanted if f'--8<-- "{path}"' not in lines] == [], page
 
 
 def shown_figures() -> set[Path]:

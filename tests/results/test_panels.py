@@ -4,6 +4,7 @@ estimates, against the runs' traces read by hand.  (How the report's tables writ
 import numpy as np
 import pytest
 
+from gittinseval.results import panels as panels_module
 from gittinseval.results.panels import (
     TABLE_PERCENTS,
     PanelTables,
@@ -11,6 +12,7 @@ from gittinseval.results.panels import (
     by_family,
     curve_rows,
     in_initial_design,
+    paired_difference,
     paired_rows,
     panels,
     stop_rows,
@@ -131,3 +133,15 @@ def test_tables_are_grouped_unit_cost_first():
     assert list(families) == ["b", "a"]
     assert [t.panel.cost_mode for t in families["b"]] == ["unit", "per_cell"]
     assert [t.panel.cost_mode for t in families["a"]] == ["unit", "aware"]
+
+
+def test_a_paired_difference_of_any_value_and_the_regret_as_the_tables_count_it():
+    mine = [row("a", "S", [1], [0.1], seed=0, wall=2.0), row("b", "S", [1], [0.2], seed=0, wall=3.0),
+            row("a", "S", [1], [0.1], seed=1, wall=5.0)]
+    other = [row("a", "U", [1], [0.1], seed=0, wall=1.0), row("b", "U", [1], [0.2], seed=0, wall=1.0)]
+    difference = paired_difference(mine, other, lambda run: run.summary["wall_time_s"])
+    assert (difference.mean, difference.n, difference.seeds) == (1.5, 2, 1)  # seed 1 has no partner
+    assert paired_difference(mine, other, lambda run: None) is None
+    bo = row("a", "BO", [1, 3, 6], [0.3, 0.2, 0.1], n_initial=2)
+    assert [panels_module.regret_at(bo, p) for p in (2, 5)] == [None, 0.2]  # in its design at 2 %, past it at 5 %
+    assert panels_module.regret_at(row("a", "S", [1, 3], [0.1, 0.0], budget=0.02), 5) is None  # past its budget

@@ -132,6 +132,28 @@ def test_wall_time_bars_use_the_method_colours(tmp_path, saved_figures):
     assert colors == {"SySRs": {METHOD_COLORS["SySRs"]}, "UCB-E": {METHOD_COLORS["UCB-E"]}}
 
 
+def _marks(ax):
+    """The (x, y) of the scatter marks of ``ax`` (the bars' error bars are line collections)."""
+    from matplotlib.collections import PathCollection
+
+    return [tuple(map(float, xy)) for c in ax.collections if isinstance(c, PathCollection) for xy in c.get_offsets()]
+
+
+def test_wall_time_bars_are_marked_at_the_mean_wall_time_of_the_stopping_signal(tmp_path, saved_figures):
+    """Two methods a panel: bars 0.4 wide, GittinsEval-S's left of each panel's centre.  Only bars with runs that
+    recorded the signal's wall time are marked, at their mean."""
+    groups = {"small": {"GittinsEval-S": [1.0, 3.0], "UCB-E": [0.2, 0.3]}, "large": {"GittinsEval-S": [2.0],
+                                                                                      "UCB-E": [0.5]}}
+    stops = {"small": {"GittinsEval-S": [0.5, 0.1], "UCB-E": []}, "large": {"GittinsEval-S": [1.5]}}
+    plot_wall_times(groups, tmp_path / "t.png", "times", stops)
+    (ax,) = saved_figures[-1].axes
+    assert _marks(ax) == [(pytest.approx(-0.2), pytest.approx(0.3)), (pytest.approx(0.8), pytest.approx(1.5))]
+    assert "mean wall time at the stopping signal" in ax.get_legend_handles_labels()[1]
+    plot_wall_times(groups, tmp_path / "none.png", "times")
+    (ax,) = saved_figures[-1].axes
+    assert _marks(ax) == [] and "mean wall time at the stopping signal" not in ax.get_legend_handles_labels()[1]
+
+
 def test_arm_quality_marks_mean_best_and_prior(tmp_path, monkeypatch):
     import matplotlib.axes
 

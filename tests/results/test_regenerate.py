@@ -10,6 +10,7 @@ from gittinseval.cli.report import build_parser, main
 from gittinseval.results.manifest import read_manifest
 from gittinseval.results.regenerate import differences, regenerate
 from gittinseval.results.status import STATUS_DIR
+from gittinseval.results.verdict_tables import VERDICTS_DIR
 from gittinseval.sim.results_store import export_rows, read_store
 from tests.results.conftest import RESULTS
 
@@ -25,6 +26,7 @@ def test_every_committed_table_is_what_its_store_gives(in_repository, regenerate
         assert report.out.is_dir(), f"{report.out}: not committed; run make results"
         assert differences(report.out, fresh / report.name) == [], f"{report.out} differs from {report.store}"
     assert differences(STATUS_DIR, fresh / STATUS_DIR.name) == [], f"{STATUS_DIR}: run make results"
+    assert differences(VERDICTS_DIR, fresh / VERDICTS_DIR.name) == [], f"{VERDICTS_DIR}: run make results"
     # Tables alone: about 2 s for the 15 reports on the 2-core machine, most of it reading the stores.
     assert seconds < 3 * len(reports)
 
@@ -41,6 +43,17 @@ def test_one_changed_number_or_a_missing_table_is_found(in_repository, tmp_path)
     table.write_text(text[:digit] + str((int(text[digit]) + 1) % 10) + text[digit + 1:])
     (fresh / "overview.md").unlink()
     assert differences(committed, fresh) == [f"overview.md (only in {committed})", "mmlu_hard-large_aware.md"]
+
+
+def test_a_page_the_report_writes_but_that_is_not_committed_is_found(in_repository, tmp_path):
+    """A table new to the report (here stopping.md), written by make results but never committed: a clean clone's
+    folder lacks it, and the check names it."""
+    fresh = tmp_path / "fresh"
+    shutil.copytree("docs/figures/mmlu_buckets", fresh)
+    committed = tmp_path / "committed"
+    shutil.copytree("docs/figures/mmlu_buckets", committed)
+    (committed / "stopping.md").unlink()
+    assert differences(committed, fresh) == [f"stopping.md (only in {fresh})"]
 
 
 def test_the_command_of_each_report_parses_to_its_options(in_repository):

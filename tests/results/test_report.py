@@ -270,6 +270,27 @@ def test_the_figures_drawn_are_chosen(tmp_path):
         write_report([tmp_path / "sweep"], tmp_path / "bad", figures="regret")
 
 
+def test_the_timing_figure_marks_the_stop_of_the_runs_that_recorded_its_wall_time(tmp_path, monkeypatch):
+    """Rows of a store made before ``stop_wall_time_s`` (none here) beside rows that have it: the mark is the mean of
+    those that have it."""
+    import gittinseval.results.report as report_module
+
+    drawn = {}
+    monkeypatch.setattr(report_module, "plot_wall_times",
+                        lambda groups, out, title, stops: drawn.setdefault(out.name, (groups, stops)) and out)
+    runs = []
+    for seed, stop_wall in enumerate([None, 0.2, 0.4]):
+        run = fake_run("toy", "GittinsEval-S", [0.5, 1.0], [0.3, 0.0], seed=seed, stop=0.5, wall=1.0 + seed)
+        if stop_wall is not None:
+            run.summary["stop_wall_time_s"] = stop_wall
+        runs.append(run)
+    runs.append(fake_run("toy", "UCB-E", [0.5, 1.0], [0.3, 0.0], policy="ucbe"))
+    write_report([], tmp_path / "out", figures="timing", runs=rows(runs))
+    groups, stops = drawn["timing_unit.png"]
+    assert groups == {"toy": {"GittinsEval-S": [1.0, 2.0, 3.0], "UCB-E": [1.0]}}
+    assert stops == {"toy": {"GittinsEval-S": [0.2, 0.4], "UCB-E": []}}
+
+
 def test_curves_of_a_swept_setting_are_in_numeric_order():
     runs = []
     for batch_size in (32, 8, 16):

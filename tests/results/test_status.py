@@ -91,7 +91,9 @@ def test_every_experiment_of_the_paper_has_its_stores_runs_in_the_order_of_the_f
     results, rows = small_results
     experiments = tmp_path / "experiments"
     experiments.mkdir()
-    (experiments / "small.yaml").write_text(f"# @package _global_\nresults_store: {results / 'small.parquet'}\n")
+    # A list of stores: the experiment's own is the first (its sweep's runs are exported there).
+    (experiments / "small.yaml").write_text(f"# @package _global_\nresults_store: [{results / 'small.parquet'}, "
+                                            "docs/results/absent.parquet]\n")
     (experiments / "absent.yaml").write_text("results_store: docs/results/absent.parquet\n")
     (experiments / "another.yaml").write_text("# @package _global_\nseed: 3\n")  # no store of its own
     write_status(results, read_manifest(results), tmp_path / "status", experiments=experiments)
@@ -103,6 +105,9 @@ def test_every_experiment_of_the_paper_has_its_stores_runs_in_the_order_of_the_f
     ]
     (experiments / "another.yaml").write_text("results_store: [unclosed\n")
     with pytest.raises(ValueError, match="another.yaml: not valid YAML"):
+        write_status(results, read_manifest(results), tmp_path / "status", experiments=experiments)
+    (experiments / "another.yaml").write_text("results_store: [docs/results/a.parquet, docs/results]\n")
+    with pytest.raises(ValueError, match="another.yaml: results_store must .*; entry 2 of the list is 'docs/results'"):
         write_status(results, read_manifest(results), tmp_path / "status", experiments=experiments)
     for path in experiments.iterdir():
         path.unlink()

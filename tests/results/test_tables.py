@@ -50,13 +50,15 @@ def test_the_overview_is_computed_from_numeric_rows():
     grouped = by_cost_mode([odd_tables, plain, unit])
     assert list(grouped) == ["unit", "aware"] and grouped["aware"] == [odd_tables, plain]
     first, second = overview_cells(grouped["aware"], 1)
-    assert first == {"panel": "MMLU odd (x)", "runs": "A 4, B 3", "A": "0.2000 ± 0.0100", "B": "in design"}
+    assert first == {"panel (regret @ 1 %)": "MMLU odd (x)", "runs": "A 4, B 3", "A": "0.2000 ± 0.0100",
+                     "B": "in design"}
     assert list(second) == list(first)  # a panel without B has "–" in B's column
-    assert second == {"panel": "toy", "runs": "2 each", "A": "0.4000 ± 0.0100", "B": "–"}
+    assert second == {"panel (regret @ 1 %)": "toy", "runs": "2 each", "A": "0.4000 ± 0.0100", "B": "–"}
     assert overview_cells(grouped["aware"], 2)[0]["B"] == "0.1500 ± 0.0100 (n=2, 1 in design)"
     text = overview_markdown(grouped)
-    assert text.startswith("# Overview\n\n## unit cost, regret @ 1 %\n\n| panel | runs | A |")
-    aware = "## aware cost, regret @ 2 %\n\n| panel | runs | A | B |\n|---|---|---|---|\n| MMLU odd (x) | A 4, B 3 |"
+    assert text.startswith("# Overview\n\n## unit cost, regret @ 1 %\n\n| panel (regret @ 1 %) | runs | A |")
+    aware = ("## aware cost, regret @ 2 %\n\n| panel (regret @ 2 %) | runs | A | B |\n|---|---|---|---|\n"
+             "| MMLU odd (x) | A 4, B 3 |")
     assert aware in text
 
 

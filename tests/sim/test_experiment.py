@@ -1,6 +1,7 @@
 """Every experiment file composes and runs end to end on a narrowed sweep and a tiny budget;
 re-running a sweep skips its finished runs."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -16,7 +17,16 @@ from omegaconf import OmegaConf
 
 from gittinseval import RunResult
 from gittinseval.cli.configs import CONFIG_DIR
-from gittinseval.sim.experiment import CODE_ROOT, config_digest, run_experiment, run_trials
+from gittinseval.core.params import legacy_targets
+from gittinseval.sim.experiment import (
+    CODE_ROOT,
+    RESULT_NEUTRAL_KEYS,
+    config_digest,
+    run_experiment,
+    run_trials,
+    trial_configs,
+    trial_digests,
+)
 from gittinseval.sim.results_store import stored_digests
 from gittinseval.sim.sweeps import JobConfigs
 from gittinseval.utils.validation import ConfigError
@@ -141,6 +151,48 @@ def test_trials_in_one_job_are_the_single_runs_of_their_seeds(tmp_path):
         assert result.summary["stop_step"] == single.summary["stop_step"]
     with pytest.raises(ConfigError, match="trials \\(runs per job\\) must be a positive integer"):
         run_trials(compose_config(*settings, "trials=0"), tmp_path / "none")
+
+
+@pytest.mark.parametrize("overrides", [
+    ["method=ucbe", "seed=3", "trials=4"],
+    ["method=gittins_s", "trials=3"],  # an interpolation (policy.prior_estimator), resolved for each trial
+    # Settings that read the seed, in a list and a nested dict.
+    ["method=gittins_eb", "trials=3", "+policy.extra=[1,'${seed}',{a: '${benchmark.subject}_${seed}'}]",
+     "+tag='s${seed}'"],
+    ["method=ucbe", "seed=2"],
+])
+def test_the_digests_of_a_jobs_trials_are_those_of_its_trial_configs(overrides):
+    cfg = compose_config(*overrides)
+    digest = config_digest(cfg)
+    digests = trial_digests(cfg)
+    assert digests == [config_digest(trial) for trial in trial_configs(cfg)]
+    assert len(set(digests)) == len(digests) and config_digest(cfg) == digest  # the job's seed is set back
+
+
+def test_a_digest_is_that_of_the_whole_resolved_config_without_the_neutral_keys():
+    """config_digest resolves setting by setting: the same SHA-256 as of the whole config resolved at once."""
+    for overrides, recorded in ((["method=gittins_eb", "benchmark=matrix"], ()),
+                                (["experiment=learned_costs", "method=lrf"], ("record_arm_spend",))):
+        cfg = compose_config(*overrides, "+policy.extra=['${seed}', '${logger.mode}']")
+        settings = OmegaConf.to_container(cfg, resolve=True)
+        for key in RESULT_NEUTRAL_KEYS:
+            settings.pop(key, None)
+        for key in ("certificate", "stop_when", "objective", "checkpoint_certificates", "cold_start",
+                    "compare_certificates", "record_arm_spend"):  # the later settings, left out at their defaults
+            if key not in recorded:
+                del settings[key]
+        if settings["benchmark"].get("prices") == "tokens":  # a later setting inside a group, at its default
+            del settings["benchmark"]["prices"]
+        expected = hashlib.sha256(json.dumps(legacy_targets(settings), sort_keys=True).encode()).hexdigest()
+        assert config_digest(cfg) == expected
+
+
+def test_the_zeroeval_price_rule_is_left_out_of_the_digest_at_its_default():
+    plain = compose_config("benchmark=gsm8k_zeroeval", "method=gittins_s")
+    assert config_digest(compose_config("benchmark=gsm8k_zeroeval", "benchmark.prices=tokens", "method=gittins_s")) \
+        == config_digest(plain)
+    assert config_digest(compose_config("benchmark=gsm8k_zeroeval", "benchmark.prices=paper", "method=gittins_s")) \
+        != config_digest(plain)
 
 
 def test_the_certificate_settings_at_their_defaults_keep_the_digests_of_the_stored_runs():

@@ -1,9 +1,11 @@
 """The results store: export (each run once, atomic, safe against concurrent exports), the report from a store equal
 to the report from its sweep folders, runs skipped when stored with the same config, and the commit of every run."""
 
+import copy
 import functools
 import json
 import multiprocessing
+import re
 import shutil
 import stat
 import subprocess
@@ -227,6 +229,36 @@ def test_a_run_stored_with_the_same_config_is_skipped_and_one_of_another_config_
         run_experiment(compose_config("logger=none", "results_store=docs/results"), tmp_path / "bad")
 
 
+def test_a_run_held_by_any_store_of_a_list_is_skipped_and_a_bad_entry_is_named(sweeps, tmp_path):
+    mmlu, gsm8k = sweeps
+    first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
+    export([mmlu], first)
+    export([gsm8k], second)
+    stores = f"results_store=['{first}','{second}']"
+    held = compose_config("benchmark=gsm8k", "method=ucbe", "seed=1", "logger=none", stores)
+    result = run_experiment(held, tmp_path / "held")
+    assert isinstance(result, RunRow) and result.summary["config_digest"] == config_digest(held)
+    assert not (tmp_path / "held").exists()
+    assert config_digest(held) == config_digest(compose_config("benchmark=gsm8k", "method=ucbe", "seed=1",
+                                                               "logger=none"))
+    for bad, named in (("[docs/results/a.parquet,3]", "entry 2 of the list is 3"), ("{a: 1}", "got {'a': 1}"),
+                       ("[docs/results/a.parquet,docs/results]", "entry 2 of the list is 'docs/results'")):
+        with pytest.raises(ConfigError, match=f"^results_store must be a .parquet file, a list of them, or null; "
+                                              f"{re.escape(named)}$"):
+            run_experiment(compose_config("logger=none", f"results_store={bad}"), tmp_path / "bad")
+
+
+def test_a_store_made_before_a_summary_field_reads_and_takes_rows_that_have_it(tmp_path):
+    """stop_wall_time_s came after the timing stores: they read without it, and a store of old and new rows gives
+    the old ones None."""
+    old = read_store(CODE_ROOT / "docs" / "results" / "timing_main.parquet")[:2]
+    assert all("stop_wall_time_s" not in row.summary for row in old)
+    new = copy.deepcopy(old[0])
+    new.summary |= {"config_digest": "f" * 64, "stop_wall_time_s": 0.25}
+    export_rows([*old, new], tmp_path / "mixed.parquet")
+    assert [row.summary["stop_wall_time_s"] for row in read_store(tmp_path / "mixed.parquet")] == [None, None, 0.25]
+
+
 def test_the_store_path_does_not_change_the_digest():
     plain = compose_config("logger=none")
     assert config_digest(compose_config("logger=none", "results_store=docs/results/x.parquet")) == config_digest(plain)
@@ -266,6 +298,20 @@ def test_a_rerun_sweep_skips_the_runs_of_its_store_and_counts_them(sweeps, store
     (ran,) = (tmp_path / "rerun").rglob("summary.json")
     assert json.loads(ran.read_text())["seed"] == 2
     assert f"gittinseval-store export {tmp_path / 'rerun'} --to {stored}" in result.stdout
+
+
+def test_a_job_of_trials_with_one_run_missing_is_launched_and_makes_only_that_run(sweeps, stored, tmp_path):
+    """The store holds seeds 0 and 1 (from the MMLU sweep): the job of seeds 0-2 makes seed 2 alone, and the job
+    of seeds 0-1 is not launched."""
+    job = ["benchmark.subject=abstract_algebra", "method=ucbe", "cost=unit", "seed=0", "budget=0.02",
+           f"results_store={stored}"]
+    result = sweep(tmp_path / "trials", *job, "trials=3,2")
+    log = result.stdout + result.stderr
+    launched = [line.split(" : ")[1] for line in log.splitlines() if " : " in line and "] \t#" in line]
+    assert launched == [" ".join([*job, "trials=3", "logger=none"])]
+    assert "Skipped 4 runs finished earlier with the same config; ran 1." in result.stdout
+    (ran,) = (tmp_path / "trials").rglob("summary.json")
+    assert ran.parent.name == "seed=2" and json.loads(ran.read_text())["seed"] == 2
 
 
 def test_a_run_records_the_commit_of_its_code(tmp_path):

@@ -3,10 +3,12 @@
 import gzip
 import io
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+import gittinseval.sim.simulator as simulator_module
 from gittinseval import Benchmark, GaussianPrior, GittinsPolicy, Policy, Request, RunResult, simulate
 from gittinseval.core.certificate import CertificateSettings, certify, posterior_from_statistics
 from gittinseval.core.confidence_stop import ConfidenceStop
@@ -68,6 +70,31 @@ def test_run_goes_past_the_stopping_signal_and_records_it(benchmark):
     # With the full budget every arm is evaluated on every example.
     assert summary["total_cost"] == pytest.approx(summary["exhaustive_cost"])
     assert summary["final_regret"] == 0.0
+
+
+def clocked(policy, clock):
+    """``policy``, each batch it observes moving ``clock`` on by one second."""
+    observe = policy.observe
+
+    def observe_and_tick(request, scores):
+        observe(request, scores)
+        clock[0] += 1.0
+
+    policy.observe = observe_and_tick
+    return policy
+
+
+def test_the_wall_time_at_the_stopping_signal_is_that_of_its_batch(benchmark, monkeypatch):
+    """One second a batch: the signal's wall time is its step, the run's its number of steps."""
+    clock = [100.0]
+    monkeypatch.setattr(simulator_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    summary = simulate(benchmark, clocked(GittinsPolicy(batch_size=8, lam=1e-3), clock), np.ones(benchmark.n_arms),
+                       GaussianPrior(), budget_fraction=1.0).summary
+    assert summary["stop_step"] < summary["n_steps"]
+    assert summary["stop_wall_time_s"] == summary["stop_step"] and summary["wall_time_s"] == summary["n_steps"]
+    never = simulate(benchmark, clocked(GittinsPolicy(batch_size=8, lam=1e-9), clock), np.ones(benchmark.n_arms),
+                     GaussianPrior(), budget_fraction=0.05).summary
+    assert never["stop_step"] is None and never["stop_wall_time_s"] is None
 
 
 def test_regret_at_takes_the_last_batch_within_the_budget():
@@ -322,6 +349,8 @@ def test_arm_spend_is_what_each_arm_was_charged_up_to_each_reported_share(benchm
     for percent, spend in expected.items():
         np.testing.assert_allclose(result.summary["arm_spend"][f"{percent}pct"], spend, rtol=1e-12, atol=1e-15)
     assert len(result.summary["arm_spend"]["10pct"]) == benchmark.n_arms
+    # Each arm's price is recorded beside its spend, whatever the costs charged.
+    assert result.summary["arm_prices"] == benchmark.prices.tolist()
     without = simulate(benchmark, GittinsPolicy(batch_size=4, lam=1e-4), benchmark.prices, GaussianPrior(),
                        budget_fraction=0.12, seed=2, cell_costs=cell_costs)
     assert "arm_spend" not in without.summary

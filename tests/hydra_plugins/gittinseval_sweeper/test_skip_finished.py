@@ -24,28 +24,33 @@ def skip_finished():
 
 
 class FakeFinishedRuns:
-    """Jobs ``seed=<s>`` whose seed is in ``finished`` have their one run finished."""
+    """Jobs ``seed=<s>`` of ``trials`` runs each (seeds ``s, s + 1, ...``): a run is finished if its seed is in
+    ``finished``."""
 
     sweep_dir = "sweep"
 
-    def __init__(self, finished):
+    def __init__(self, finished, trials=1):
         self.finished = set(finished)
+        self.trials = trials
 
     def check_options(self, jobs):
         """Every option exists."""
 
     def count(self, job):
-        return 1, int(int(job[0].split("=")[1]) in self.finished)
+        first = int(job[0].split("=")[1])
+        return self.trials, sum(seed in self.finished for seed in range(first, first + self.trials))
 
 
-def sweeper(module, n_jobs, finished, max_batch_size=50, launcher="hydra_plugins.hydra_joblib_launcher.Joblib"):
-    """The sweeper over ``seed=range(n_jobs)``, set up as Hydra would, with the jobs of ``finished`` finished."""
+def sweeper(module, n_jobs, finished, max_batch_size=50, launcher="hydra_plugins.hydra_joblib_launcher.Joblib",
+            trials=1):
+    """The sweeper over ``seed=range(n_jobs)`` (``trials`` runs a job), set up as Hydra would, with the runs of
+    ``finished`` finished."""
     sweeper = module.SkipFinishedSweeper(max_batch_size, launch_at_once=[SLURM])
     sweeper.config = OmegaConf.create({"hydra": {"launcher": {"_target_": launcher}}, "results_store": None})
     sweeper.overrides = BasicSweeper.split_arguments(
-        OverridesParser.create().parse_overrides([f"seed=range({n_jobs})"]), max_batch_size
+        OverridesParser.create().parse_overrides([f"seed=range(0,{n_jobs * trials},{trials})"]), max_batch_size
     )
-    sweeper._finished = FakeFinishedRuns(finished)
+    sweeper._finished = FakeFinishedRuns(finished, trials)
     return sweeper
 
 
@@ -75,6 +80,17 @@ def test_a_sweep_of_finished_runs_launches_nothing_and_a_slurm_sweep_launches_at
     at_once = sweeper(skip_finished, 300, range(100, 200), launcher=SLURM)
     assert [len(batch) for batch in launched_batches(at_once)] == [200]
     assert [len(batch) for batch in launched_batches(sweeper(skip_finished, 300, (), max_batch_size=None))] == [300]
+
+
+def test_a_job_of_several_runs_is_skipped_only_when_all_of_its_runs_are_finished(skip_finished, monkeypatch):
+    """Jobs of three runs (seeds 0-2, 3-5, ...): every run of the jobs at seeds 0 and 9 is finished, one run of the
+    job at seed 3 and two of the job at seed 6.  Only the jobs whose runs are all finished are left out, and only
+    their runs are counted as skipped (a launched job skips its finished runs itself)."""
+    recorded = []
+    monkeypatch.setattr(skip_finished, "record_runs", lambda sweep_dir, runs, reused: recorded.append((runs, reused)))
+    finished = {0, 1, 2, 4, 6, 8, 9, 10, 11}
+    assert launched_batches(sweeper(skip_finished, 5, finished, trials=3)) == [[3, 6, 12]]
+    assert recorded == [(6, 6)]
 
 
 def test_gittinseval_sweeps_with_the_skipping_sweeper(skip_finished):
