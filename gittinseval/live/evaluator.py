@@ -25,7 +25,7 @@ from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
 from gittinseval.live.ledger import Attempt, Ledger
-from gittinseval.live.replay import replay
+from gittinseval.live.replay import UnbilledCalls, replay, unbilled_calls
 from gittinseval.live.run_state import RunState
 from gittinseval.live.run_store import RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
@@ -120,9 +120,9 @@ class Evaluator:
     """
 
     def __init__(self, task: LiveTask, config: LiveConfig | None = None) -> None:
-        self._start(TaskDefinition.of(task), LiveConfig() if config is None else config)
+        self._start(TaskDefinition.of(task), LiveConfig() if config is None else config, unbilled_calls(task))
 
-    def _start(self, task: TaskDefinition, config: LiveConfig) -> None:
+    def _start(self, task: TaskDefinition, config: LiveConfig, unbilled: UnbilledCalls | None = None) -> None:
         self.task = task
         self.names = task.names
         self.labels = task.labels
@@ -169,7 +169,7 @@ class Evaluator:
             define_or_check(self.store, stored, (self.settings, self.names, arm_costs), meta)
             self.ledger = Ledger(self.store, self.costs)
             self.state = RunState(self.session, self.ledger, task.dollars_per_raw_unit)
-            replay(self.store, self.state)
+            replay(self.store, self.state, unbilled)
         except BaseException:
             self.store.close()
             raise

@@ -9,7 +9,10 @@ answers each example correctly, every other model answers ``"0"``.  Serve one fo
 ``--reasoning-tokens 50`` (or ``--reasoning-tokens big-model=50``) makes the replies bill hidden
 reasoning tokens as a reasoning model's do.  Its bill (calls, tokens and dollars per model, at
 ``--prices``) is served at ``GET /bill`` (JSON) and printed when it stops (Ctrl-C, or ``kill``),
-so that a run's spend can be checked against it.
+so that a run's spend can be checked against it.  It serves the Batch API too
+(:mod:`gittinseval.live.fake_batches`): a batch completes ``--batch-delay`` seconds after
+its creation, and its lines are billed at the models' batch prices (``batch_input``,
+``batch_output`` of ``--prices``), in the bill as ``<model> (batch)``.
 """
 
 import json
@@ -19,6 +22,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from gittinseval.live.fake_batches import FakeBatches
 from gittinseval.live.rate_limits import BURST_SECONDS
 from gittinseval.live.tasks.prices import load_prices
 
@@ -51,14 +55,16 @@ class FakeChatServer:
     ``rpm / 60`` per second, with ``jitter`` seconds of the rate more (a client's evenly spaced requests
     arrive a little unevenly); a request above it is answered at once with a 429 (unbilled, not counted in
     the bucket, counted in ``rate_limited``) whose ``Retry-After`` and ``retry-after-ms`` say when it
-    would fit.  ``GET /bill`` (or ``/v1/bill``) answers :meth:`bill`.
+    would fit.  ``GET /bill`` (or ``/v1/bill``) answers :meth:`bill`.  ``batches``: its Batch API
+    (:class:`~gittinseval.live.fake_batches.FakeBatches`), whose batches complete ``batch_delay`` seconds after
+    their creation; their lines are billed in ``batch_billed``, at the batch prices.
     ``prices``: USD per 1M tokens by model, a mapping or :class:`~gittinseval.live.tasks.prices.Prices`
     (a model is found by its name after a provider, as the chat scorer finds it).
     """
 
     def __init__(
         self, answers, good_model="good-model", prices=PRICES, prompt_tokens=None, latency=0.0, reply="{answer}.",
-        port=0, completion_tokens=None, reasoning_tokens=None, rpm=None, jitter=1.0,
+        port=0, completion_tokens=None, reasoning_tokens=None, rpm=None, jitter=1.0, batch_delay=0.1,
     ):
         if rpm is not None and not (math.isfinite(rpm) and rpm > 0):
             raise ValueError(f"rpm must be a positive number of requests per minute, or None, got {rpm!r}")
@@ -78,6 +84,8 @@ class FakeChatServer:
         self.plan = []
         self.calls = []  # (body, Authorization header, prompt tokens) of each call answered "ok"
         self.billed = []  # (model, prompt tokens, completion tokens with the reasoning ones) of each billed call
+        self.batch_billed = []  # the same, of each batch line answered
+        self.batches = FakeBatches(self.answer, batch_delay)
         self.received = 0
         self.block_after = None
         self.release = threading.Event()
@@ -91,17 +99,26 @@ class FakeChatServer:
             def log_message(self, *args):
                 pass
 
-            def do_GET(self):
-                found = self.path in ("/bill", "/v1/bill")
-                data = json.dumps(server.bill() if found else {"error": {"message": "GET serves /bill only"}})
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data.encode())))
+            def send(self, status, answer):
+                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/octet-stream" if isinstance(answer, bytes) else
+                                 "application/json")
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data.encode())
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self.send(*server.batches.get(self.path))
+                found = self.path in ("/bill", "/v1/bill")
+                self.send(200 if found else 404, server.bill() if found else {"error": {"message": "no GET here"}})
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path in ("/v1/files", "/v1/batches"):
+                    return self.send(*server.batches.post(self.path, self.headers["Content-Type"], raw))
+                body = json.loads(raw)
                 with server.lock:
                     server.received += 1
                     wait = server.admit()
@@ -128,24 +145,7 @@ class FakeChatServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                prompt = body["messages"][-1]["content"]
-                tokens = server.prompt_tokens or sum(len(m["content"].split()) for m in body["messages"])
-                good = body["model"] == server.good_model
-                reply = server.reply.format(answer=server.answers[prompt]) if good else "0"
-                payload = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
-                reasoning = server.reasoning_of(body["model"])
-                completion = server.completion_tokens.get(body["model"], COMPLETION_TOKENS) + reasoning
-                if action != "no_usage":
-                    sign = -1 if action == "negative_usage" else 1
-                    payload["usage"] = {"prompt_tokens": sign * tokens, "completion_tokens": completion}
-                    if action == "excess_reasoning":
-                        payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": completion + 1}
-                    elif reasoning:  # as a model that does not reason, no details otherwise
-                        payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
-                with server.lock:
-                    server.billed.append((body["model"], tokens, completion))
-                    if action == "ok":
-                        server.calls.append((body, self.headers.get("Authorization"), tokens))
+                payload = server.answer(body, action, self.headers.get("Authorization"))
                 data = b"{not json" if action == "malformed" else json.dumps(payload).encode()
                 try:
                     self.send_response(200)
@@ -164,6 +164,32 @@ class FakeChatServer:
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def answer(self, body, action="ok", authorization=None, batch=False):
+        """The payload answering a chat ``body``, billed (in ``batch_billed`` for a ``batch`` line); ``action``
+        ``"ok"`` keeps it in ``calls`` with its ``authorization``."""
+        prompt = body["messages"][-1]["content"]
+        tokens = self.prompt_tokens or sum(len(m["content"].split()) for m in body["messages"])
+        good = body["model"] == self.good_model
+        reply = self.reply.format(answer=self.answers[prompt]) if good else "0"
+        message = {"role": "assistant", "content": reply}
+        payload = {"id": f"chatcmpl-{len(self.billed) + len(self.batch_billed)}", "object": "chat.completion",
+                   "created": int(time.time()), "model": body["model"],
+                   "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}
+        reasoning = self.reasoning_of(body["model"])
+        completion = self.completion_tokens.get(body["model"], COMPLETION_TOKENS) + reasoning
+        if action != "no_usage":
+            sign = -1 if action == "negative_usage" else 1
+            payload["usage"] = {"prompt_tokens": sign * tokens, "completion_tokens": completion}
+            if action == "excess_reasoning":
+                payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": completion + 1}
+            elif reasoning:  # as a model that does not reason, no details otherwise
+                payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        with self.lock:
+            (self.batch_billed if batch else self.billed).append((body["model"], tokens, completion))
+            if action == "ok" and not batch:
+                self.calls.append((body, authorization, tokens))
+        return payload
 
     def admit(self):
         """Count a request arriving now against the ``rpm`` cap (under ``lock``): ``None`` when it fits (or there
@@ -189,19 +215,23 @@ class FakeChatServer:
     def bill(self):
         """The bill per model: ``{model: {"calls", "tokens_in", "tokens_out", "tokens_reasoning", "dollars"}}``,
         ``tokens_out`` with the reasoning tokens, which are billed once, in it, at the output price; ``dollars``
-        ``None`` for a model that ``prices`` does not price."""
+        ``None`` for a model that ``prices`` does not price.  Batch lines are billed apart, as ``<model> (batch)``,
+        at the model's batch price (``None`` without one)."""
         prices = load_prices(self.prices)
         bill = {}
         with self.lock:
-            for model, tokens, completion in self.billed:
+            calls = [(model, False, *counts) for model, *counts in self.billed]
+            calls += [(model, True, *counts) for model, *counts in self.batch_billed]
+            for model, batch, tokens, completion in calls:
                 line = bill.setdefault(
-                    model, {"calls": 0, "tokens_in": 0, "tokens_out": 0, "tokens_reasoning": 0, "dollars": 0.0}
+                    f"{model} (batch)" if batch else model,
+                    {"calls": 0, "tokens_in": 0, "tokens_out": 0, "tokens_reasoning": 0, "dollars": 0.0},
                 )
                 line["calls"] += 1
                 line["tokens_in"] += tokens
                 line["tokens_out"] += completion
                 line["tokens_reasoning"] += self.reasoning_of(model)
-                price = _price(prices, model)  # None for every call of an unpriced model
+                price = _price(prices, model, batch)  # None for every call of an unpriced model
                 line["dollars"] = None if price is None else line["dollars"] + price.dollars(tokens, completion)
         return bill
 
@@ -215,10 +245,11 @@ class FakeChatServer:
         self.httpd.server_close()
 
 
-def _price(prices, model):
-    """The price of ``model`` in ``prices`` (:class:`~gittinseval.live.tasks.prices.Prices`), ``None`` without one."""
+def _price(prices, model, batch=False):
+    """The price of ``model`` in ``prices`` (:class:`~gittinseval.live.tasks.prices.Prices`), its batch price for a
+    ``batch`` line; ``None`` without one."""
     try:
-        return prices.price(model)
+        return prices.batch_price(model) if batch else prices.price(model)
     except ValueError:
         return None
 
@@ -267,6 +298,10 @@ def main():
         "--rpm", type=float, help="a cap of requests per minute: a request above it is answered 429 with Retry-After",
     )
     parser.add_argument(
+        "--batch-delay", type=float, default=1.0, metavar="SECONDS",
+        help="seconds from a batch's creation to its completion (its Batch API; default: 1)",
+    )
+    parser.add_argument(
         "--prices", help="USD per 1M tokens of each model, for the bill: a prices file, as a chat task's "
         "score_fn.prices (default: gittinseval/live/examples/prices.yaml)",
     )
@@ -275,6 +310,8 @@ def main():
         prices = load_prices(args.prices or bundled_prices())
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
+    if not (math.isfinite(args.batch_delay) and args.batch_delay >= 0):
+        parser.error(f"--batch-delay takes a number of seconds, 0 or more, got {args.batch_delay:g}")
     if args.rpm is not None and not (math.isfinite(args.rpm) and args.rpm > 0):
         parser.error(f"--rpm takes a positive number of requests per minute, got {args.rpm:g}")
     reasoning = {}
@@ -289,7 +326,7 @@ def main():
     answers = {template.render(example): example["answer"] for example in read_jsonl(args.examples)}
     server = FakeChatServer(
         answers, good_model=args.good_model, reply=args.reply, port=args.port,
-        reasoning_tokens=reasoning.get("", reasoning), prices=prices, rpm=args.rpm,
+        reasoning_tokens=reasoning.get("", reasoning), prices=prices, rpm=args.rpm, batch_delay=args.batch_delay,
     )
     if threading.current_thread() is threading.main_thread():  # signals can be handled there only
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does, with its bill

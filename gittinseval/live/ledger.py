@@ -57,6 +57,9 @@ class OpenRequest:
     request: Request
     scored: dict[int, float] = field(default_factory=dict)
     charged: float = 0.0
+    listed: float = 0.0
+    """What its calls would have been charged had the response cache served none of its examples (their
+    ``list_cost``): what the learned costs learn from."""
 
     @property
     def complete(self) -> bool:
@@ -163,6 +166,8 @@ class Ledger:
         else:
             as_expected = uncosted * attempt.expected / max(attempt.examples.size, 1)
             charged = reported + as_expected
+        # A reply the response cache served is charged $0 and listed at its price: an arm is not free for it.
+        listed = charged + (0.0 if attempt.usage is None else attempt.usage.list_cost - attempt.usage.cost)
         record = replace(
             attempt,
             outcome=outcome,
@@ -171,6 +176,7 @@ class Ledger:
             charged=charged,
             charged_as_expected=as_expected,
             error=error,
+            list_cost=listed,
         )
         complete = len(entry.scored) + len(scored) == entry.request.size
         told_cost = entry.charged + charged if complete else None
@@ -191,3 +197,4 @@ class Ledger:
         self._n_scored += len(attempt.scored)
         entry.scored.update(attempt.scored)
         entry.charged += attempt.charged
+        entry.listed += attempt.charged if attempt.list_cost is None else attempt.list_cost

@@ -5,7 +5,10 @@ Replayed on a policy reset and seeded as the run's was, they restore the policy,
 stopping signal, the future example order and the ledger.  Each stored request must be the one the
 policy selects again, else the store is refused: it was edited, or written by another version of the
 policy or of numpy.  The calls that were in flight when the last session ended may have been answered
-and billed, so they are settled as lost, at their expected cost.
+and billed, so they are settled as lost, at their expected cost; but for the examples whose requests the
+scorer knows no batch billed (:meth:`~gittinseval.live.tasks.chat.OpenAIChatScorer.unbilled`, batch mode:
+never submitted, or waiting in a batch it will poll again): they are charged nothing then, and their batch
+price by the call that collects them, so that a run resumed after a kill pays each batch line once.
 
 Every event is applied by the same public state change of the :class:`~gittinseval.live.run_state.RunState`
 that applied it live, after the store had recorded it, so that a replayed run is the run recorded.
@@ -13,6 +16,7 @@ that applied it live, after the store had recorded it, so that a replayed run is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,19 +24,35 @@ import numpy as np
 from gittinseval.core.protocol import Request
 from gittinseval.live.run_state import RunState
 from gittinseval.live.run_store import RunStore, StoredRequest
+from gittinseval.live.task import LiveTask
 
-__all__ = ["replay"]
+__all__ = ["UnbilledCalls", "replay", "unbilled_calls"]
+
+UnbilledCalls = Callable[[int, np.ndarray], int]
+"""``unbilled(arm, examples)``: how many of the examples' requests of the arm a scorer knows were not billed to a
+call (in batch mode: never in a batch, or waiting in one it will collect)."""
 
 LOST = "the run ended before the outcome of this call was recorded"
 """The error recorded for a call whose outcome a session never recorded."""
 
 
-def replay(store: RunStore, state: RunState) -> None:
+def unbilled_calls(task: LiveTask) -> UnbilledCalls | None:
+    """The :data:`UnbilledCalls` of a task whose scorer has an ``unbilled(arm, examples)`` method (the chat
+    scorer), on the task's arms and examples; ``None`` for any other."""
+    count = getattr(task.score_fn, "unbilled", None)
+    if count is None:
+        return None
+    arms, examples = list(task.arms), list(task.examples)
+    return lambda arm, ids: count(arms[arm], [examples[int(e)] for e in ids])
+
+
+def replay(store: RunStore, state: RunState, unbilled: UnbilledCalls | None = None) -> None:
     """Bring a fresh ``state`` (its session's policy just reset) to the state ``store`` records.
 
     Every event is applied in store order (issue: :meth:`~RunState.open` of the request the policy selects
     again; finished call: :meth:`~RunState.count`; tell: :meth:`~RunState.tell`; cancel:
-    :meth:`~RunState.cancel`); every call still in flight is settled as lost (in the store too), and the
+    :meth:`~RunState.cancel`); every call still in flight is settled as lost (in the store too: charged as expected
+    but for its examples that ``unbilled`` counts, charged nothing), and the
     requests left outstanding are queued to be handed out again, oldest first, each for the examples it
     has not scored: nothing scored or charged is lost, nor asked for twice.
     """
@@ -47,7 +67,12 @@ def replay(store: RunStore, state: RunState) -> None:
         else:
             state.cancel(stored.arm)
     for lost in store.open_attempts():
-        state.settle(state.requests[lost.arm], lost, "lost", {}, None, 0, LOST)
+        free = 0 if unbilled is None else min(unbilled(lost.arm, lost.examples), lost.examples.size)
+        if free:
+            error = f"{LOST}; {free} of its requests were not billed (batch mode: not sent, or waiting in a batch)"
+            state.settle(state.requests[lost.arm], lost, "lost", {}, 0.0, lost.examples.size - free, error)
+        else:
+            state.settle(state.requests[lost.arm], lost, "lost", {}, None, 0, LOST)
     state.hand_out_all_again()
 
 

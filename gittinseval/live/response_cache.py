@@ -219,6 +219,11 @@ class ResponseCache:
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.RLock()
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock of the connection: one operation at a time, whichever thread (the batch journal takes it too)."""
+        return self._lock
+
     def connect(self) -> sqlite3.Connection:
         """The connection, opened (and the file created, in WAL mode) at the first call."""
         with self._lock:

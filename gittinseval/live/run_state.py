@@ -135,10 +135,13 @@ class RunState:
     def tell(self, arm: int, scores: np.ndarray, charged: float) -> int:
         """The outstanding request of ``arm`` told: it is closed and the session observes its ``[size]``
         ``scores``, in the request's order, and its ``charged`` dollars (every call of it) in the policy's
-        raw cost unit (:meth:`~gittinseval.core.session.RunSession.observe`).  Returns the arm recommended
-        after it; the request is a new row of :meth:`trace`."""
-        request = self._close(arm).request
-        recommended = self.session.observe(request, scores, charged / self.dollars_per_raw_unit)
+        raw cost unit (:meth:`~gittinseval.core.session.RunSession.observe`), with its calls' cache hits at their
+        list price (:attr:`~gittinseval.live.ledger.OpenRequest.listed`): the learned costs learn what the arm
+        costs, not what the cache saved.  Returns the arm recommended after it; the request is a new row of
+        :meth:`trace`."""
+        entry = self._close(arm)
+        request, listed = entry.request, charged + entry.listed - entry.charged
+        recommended = self.session.observe(request, scores, listed / self.dollars_per_raw_unit)
         stop = bool(self.session.policy.stop_signal)
         self._trace.append((request.arm, request.size, self.ledger.spent, recommended, stop))
         return recommended

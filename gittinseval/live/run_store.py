@@ -25,6 +25,9 @@ Tables (all written by the evaluator, readable by any SQLite client):
   unknown), ``charged`` what the run counts (every attempt that may have reached
   the provider counts), and ``charged_as_expected`` the part of it charged at the
   expected cost because no cost was reported for calls that may have been billed.
+  ``list_cost`` is what the call would have been charged had the response cache served none of its
+  examples (its charge, plus its hits at their list price: :attr:`~gittinseval.live.usage.Usage.list_cost`),
+  which the learned costs learn from; NULL (in a store written before it) reads as ``charged``.
 - ``cells(arm, example, score, time, request, attempt)``: every scored cell, with
   primary key ``(arm, example)`` so that no example of an arm is stored twice.
   A batch that failed part-way keeps the cells it scored; the policy sees them
@@ -106,7 +109,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     reported_cost REAL,
     charged REAL,
     charged_as_expected REAL,
-    error TEXT
+    error TEXT,
+    list_cost REAL
 );
 CREATE TABLE IF NOT EXISTS cells (
     arm INTEGER NOT NULL REFERENCES arms(arm),
@@ -129,7 +133,9 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 """
 
-ADDED_COLUMNS = {("usage", "tokens_reasoning"): "INTEGER", ("usage", "cached"): "INTEGER"}
+ADDED_COLUMNS = {
+    ("usage", "tokens_reasoning"): "INTEGER", ("usage", "cached"): "INTEGER", ("attempts", "list_cost"): "REAL",
+}
 """Columns added to a table of :data:`SCHEMA` after stores of this format were written: ``(table, column)`` ->
 type.  Opening an older store adds them (NULL in its rows); a reader of a store opened read-only finds them
 missing (:func:`table_columns`)."""
@@ -172,6 +178,8 @@ class AttemptOutcome:
     charged_as_expected: float = 0.0
     error: str | None = None
     usage: Usage | None = None
+    list_cost: float | None = None
+    """What it would have been charged had the response cache served none of its examples; ``None``: ``charged``."""
 
 
 @dataclass(frozen=True)
@@ -329,7 +337,7 @@ class RunStore:
                 attempt_id = self._insert_attempt(cursor, outcome.request, outcome.examples, outcome.expected)
             cursor.execute(
                 "UPDATE attempts SET finished_seq = ?, finished_at = ?, outcome = ?, reported_cost = ?, charged = ?, "
-                "charged_as_expected = ?, error = ? WHERE id = ? AND finished_seq IS NULL",
+                "charged_as_expected = ?, error = ?, list_cost = ? WHERE id = ? AND finished_seq IS NULL",
                 (
                     self._next_seq(),
                     now,
@@ -338,6 +346,7 @@ class RunStore:
                     outcome.charged,
                     outcome.charged_as_expected,
                     outcome.error,
+                    outcome.list_cost,
                     attempt_id,
                 ),
             )
@@ -401,14 +410,16 @@ class RunStore:
         timeline = []
         attempts = self.connection.execute(
             "SELECT a.id, a.request, r.arm, a.examples, a.expected, a.finished_seq, a.outcome, a.reported_cost, "
-            "a.charged, a.charged_as_expected, a.error FROM attempts a JOIN requests r ON r.id = a.request "
-            "WHERE a.finished_seq IS NOT NULL"
+            "a.charged, a.charged_as_expected, a.error, a.list_cost FROM attempts a "
+            "JOIN requests r ON r.id = a.request WHERE a.finished_seq IS NOT NULL"
         ).fetchall()
-        for attempt, request, arm, examples, expected, seq, outcome, reported, charged, as_expected, error in attempts:
+        for attempt, request, arm, examples, expected, seq, outcome, reported, charged, as_expected, error, listed in (
+            attempts
+        ):
             examples = np.array(json.loads(examples), dtype=np.int64)
             record = AttemptOutcome(
                 attempt, request, arm, examples, expected, outcome, cells.get(attempt, {}), reported, charged,
-                as_expected, error,
+                as_expected, error, list_cost=listed,
             )
             timeline.append((seq, StoredEvent("attempt", record)))
         rows = self.connection.execute(

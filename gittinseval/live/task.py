@@ -120,6 +120,9 @@ class LiveTask:
         benchmark: the response matrix the task replays, if any (its
             data-specific prior serves ``prior=specific``).
         name: names the default store.
+        costs_by_mode: expected dollars per example of each arm in each way a task can call its model, e.g.
+            a chat task's ``{"chat": [...], "batch": [...]}`` (the second at batch prices, when its prices have
+            them); ``costs`` is the run's own.  The dry run states the estimate of each.
     """
 
     arms: Sequence[Any]
@@ -130,6 +133,7 @@ class LiveTask:
     binary: bool = False
     benchmark: Benchmark | None = None
     name: str = "task"
+    costs_by_mode: dict[str, list[float]] | None = None
 
 
 @dataclass(frozen=True)

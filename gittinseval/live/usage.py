@@ -34,6 +34,10 @@ class Usage:
         cached: ``[m]`` whether each example's reply came from the response cache
             (:mod:`gittinseval.live.response_cache`: billed nothing, ``dollars`` 0, its tokens those of the
             stored reply), ``None`` where unknown (the default: a ``score_fn`` without a cache).
+        list_dollars: ``[m]`` what each example would have been billed had it been sent (a cache hit's: its
+            stored tokens at its model's price), ``None`` where that is its ``dollars`` (the default).  The
+            learned costs learn from it (:attr:`list_cost`), so that a reply served at $0 does not make its arm
+            look free; the charge stays ``dollars``.
     """
 
     dollars: Sequence[float]
@@ -41,6 +45,7 @@ class Usage:
     tokens_out: Sequence[int | None]
     tokens_reasoning: Sequence[int | None] | None = None
     cached: Sequence[bool | None] | None = None
+    list_dollars: Sequence[float | None] | None = None
 
     def __post_init__(self) -> None:
         dollars = tuple(float(value) for value in self.dollars)
@@ -60,6 +65,12 @@ class Usage:
         if len(cached) != len(dollars) or any(flag not in (None, True, False) for flag in cached):
             raise ValueError(f"usage: cached must be {len(dollars)} booleans (or None), got {list(cached)[:5]}")
         object.__setattr__(self, "cached", tuple(None if flag is None else bool(flag) for flag in cached))
+        listed = (None,) * len(dollars) if self.list_dollars is None else tuple(
+            None if value is None else float(value) for value in self.list_dollars)
+        if len(listed) != len(dollars) or not all(v is None or (math.isfinite(v) and v >= 0) for v in listed):
+            raise ValueError(f"usage: list_dollars must be {len(dollars)} finite non-negative dollars (or None), got "
+                             f"{list(listed)[:5]}")
+        object.__setattr__(self, "list_dollars", listed)
         pairs = zip(self.tokens_reasoning, self.tokens_out, strict=True)
         if any(None not in pair and pair[0] > pair[1] for pair in pairs):
             # More reasoning than output tokens: tokens_out (and so the charge) leaves them out.
@@ -75,3 +86,8 @@ class Usage:
     def cost(self) -> float:
         """The call's dollars: the sum over its examples."""
         return sum(self.dollars)
+
+    @property
+    def list_cost(self) -> float:
+        """The call's dollars had every example been billed: the sum of its ``list_dollars``, else ``dollars``."""
+        return sum(d if listed is None else listed for d, listed in zip(self.dollars, self.list_dollars, strict=True))

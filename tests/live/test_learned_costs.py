@@ -99,3 +99,34 @@ def test_a_resumed_run_re_plans_as_the_recorded_one_and_a_store_without_learning
     Evaluator(task, LiveConfig(store=fixed_store, learn_costs=None)).close()
     with pytest.raises(ValueError, match=r"learn_costs: store has None, given \{'pseudo_count': 1.0"):
         Evaluator(task, LiveConfig(store=fixed_store))
+
+
+def test_a_reply_served_by_the_cache_is_learned_at_its_list_price_not_its_0_charge_and_replayed_so(tmp_path):
+    """A second identical run, served by the response cache, is charged $0 and learns the costs the first learned
+    (what its calls would cost, the list price beside the charge in the ledger); its store replays to them."""
+    arms = [{**arm, "temperature": 0.0} for arm in ARMS]  # cached: their replies repeat
+    examples = read_jsonl()
+    guess = expected_chat_costs(arms, PRICES, prompt_tokens=1, completion_tokens=COMPLETION_TOKENS)
+    server = FakeChatServer({e["prompt"]: e["answer"] for e in examples}, good_model="none", prices=PRICES,
+                            prompt_tokens=1, completion_tokens={"verbose": 10 * COMPLETION_TOKENS})
+    results = []
+    try:
+        for name in ("paid", "cached"):
+            scorer = OpenAIChatScorer(server.base_url, PRICES, api_key_env=None, timeout=10)
+            results.append(evaluate(
+                arms, examples, scorer, None, costs=guess, tokens_per_example=TOKENS_PER_EXAMPLE,
+                policy=GittinsPolicy(2, lam=1e-2), learn_costs=CostLearning(pseudo_count=1.0, refresh_share=0.1),
+                store=tmp_path / f"{name}.sqlite", progress=False,
+            ))
+    finally:
+        server.close()
+    paid, cached = results
+    assert cached.spent == 0 and paid.spent == pytest.approx(server.cost_of_calls(), rel=1e-12)
+    np.testing.assert_allclose(cached.status.learned_cost, paid.status.learned_cost, rtol=1e-12)
+    assert cached.status.learned_cost[MODELS.index("verbose")] > 5 * guess[MODELS.index("verbose")]
+    np.testing.assert_array_equal(cached.trace["arm"], paid.trace["arm"])
+    with sqlite3.connect(tmp_path / "cached.sqlite") as db:
+        charged, listed = db.execute("SELECT SUM(charged), SUM(list_cost) FROM attempts").fetchone()
+    assert charged == 0 and listed == pytest.approx(paid.spent, rel=1e-12)
+    with Evaluator.from_store(tmp_path / "cached.sqlite") as reopened:
+        np.testing.assert_array_equal(reopened.status().learned_cost, cached.status.learned_cost)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import openai
 
+from gittinseval.live.batch_journal import BatchJournal
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
 from gittinseval.live.rate_limits import RateLimiter, WaitClock, retry_after
 from gittinseval.live.response_cache import (
@@ -32,10 +33,12 @@ from gittinseval.live.response_cache import (
     request_key,
 )
 from gittinseval.live.task import LiveTask, arm_list, scorer_identity
+from gittinseval.live.tasks.batch import MODES, BatchCalls, BatchSettings
 from gittinseval.live.tasks.graders import FirstWord, GraderFn, grade
 from gittinseval.live.tasks.prices import ModelPrice, Prices, load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate, chat_messages, example_field
 from gittinseval.live.tasks.providers import ENDPOINT_KEYS, Endpoint, Providers
+from gittinseval.live.tasks.replies import _reasoning_tokens, outcome_bill, reply_usage  # noqa: F401 - re-exported
 from gittinseval.live.tasks.scoring import bundled_prices
 from gittinseval.live.usage import Usage
 from gittinseval.utils.errors import UsageError
@@ -76,7 +79,8 @@ def chat_task(
     binary: bool = True,
     name: str = "chat",
 ) -> LiveTask:
-    """A live task on a chat endpoint: expected costs from ``score_fn.prices`` and the
+    """A live task on a chat endpoint: expected costs from ``score_fn.prices`` (its batch prices in ``mode:
+    batch``; the task's ``costs_by_mode`` has both, for the dry run) and the
     expected token counts (see :func:`expected_chat_costs`), and
     ``tokens_per_example = prompt_tokens + completion_tokens`` (with
     ``completion_tokens=None``, the arms' mean ``max_tokens``).  The scorer numbers the examples' samples in
@@ -93,14 +97,21 @@ def chat_task(
         else completion_tokens
     )
     arms = score_fn.route(arms, completion)
+    by_mode = {"chat": expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens)}
+    try:
+        by_mode["batch"] = expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens, batch=True)
+    except ValueError:
+        if score_fn.mode == "batch":  # a model without a batch price: the error names it
+            raise
     return LiveTask(
         arms=list(arms),
         examples=list(examples),
         score_fn=score_fn,
-        costs=expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens),
+        costs=by_mode[score_fn.mode],
         tokens_per_example=float(prompt_tokens + completion),
         binary=binary,
         name=name,
+        costs_by_mode=by_mode,
     )
 
 
@@ -109,9 +120,11 @@ def expected_chat_costs(
     prices: Prices | str | Path | Mapping[str, Mapping[str, Any]],
     prompt_tokens: float = 100.0,
     completion_tokens: float | None = 20.0,
+    batch: bool = False,
 ) -> list[float]:
     """Expected dollars per example of each chat arm from its model's prices per 1M tokens
-    (:func:`~gittinseval.live.tasks.prices.load_prices`: a file or a mapping).
+    (:func:`~gittinseval.live.tasks.prices.load_prices`: a file or a mapping); ``batch``: its batch prices
+    (:meth:`~gittinseval.live.tasks.prices.Prices.batch_price`).
 
     ``completion_tokens=None`` takes each arm's ``max_tokens`` (an upper bound), so
     arms that may answer at length are expected to cost more.
@@ -120,7 +133,7 @@ def expected_chat_costs(
     if completion_tokens is None and any("max_tokens" not in arm for arm in arms):
         raise ValueError("completion_tokens: null takes each arm's max_tokens, and some arm has none")
     return [
-        prices.price(arm["model"]).dollars(
+        (prices.batch_price if batch else prices.price)(arm["model"]).dollars(
             prompt_tokens, arm["max_tokens"] if completion_tokens is None else completion_tokens
         )
         for arm in arms
@@ -202,6 +215,12 @@ class OpenAIChatScorer:
             provider's); ``None``: no limit.
         tpm: tokens per minute of each provider, kept with each request's expected tokens (an arm's ``tpm``
             sets its provider's); ``None``: no limit.
+        mode: ``chat``: a request per example, concurrently; ``batch``: a scoring call's requests not served by
+            the cache are one Batch API job, polled until it ends and charged at the models' batch prices
+            (:mod:`gittinseval.live.tasks.batch`; its journal, in the ``cache_path`` file whatever ``cache`` says:
+            :mod:`gittinseval.live.batch_journal`).  The limits are not kept for batch jobs.
+        batch: the settings of ``mode: batch`` (:class:`~gittinseval.live.tasks.batch.BatchSettings`):
+            ``poll_seconds``, ``expired`` (``retry`` or ``fail``) and ``completion_window``.
     """
 
     def __init__(
@@ -216,6 +235,8 @@ class OpenAIChatScorer:
         cache_path: str | Path | None = None,
         rpm: float | None = None,
         tpm: float | None = None,
+        mode: str = "chat",
+        batch: Mapping[str, Any] | None = None,
     ) -> None:
         self.providers = Providers(Endpoint(base_url, api_key_env), rpm, tpm)
         self.base_url = self.providers.default.base_url
@@ -230,6 +251,11 @@ class OpenAIChatScorer:
             raise ValueError(f"cache must be one of {', '.join(CACHE_MODES)}, got {cache!r}")
         self.cache = cache
         self.response_cache = ResponseCache(cache_path)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode = mode
+        settings = BatchSettings.of(batch)  # checked in either mode: a misspelt setting is an error at once
+        self.batch = BatchCalls(settings, BatchJournal(self.response_cache)) if mode == "batch" else None
         self._samples = SampleNumbers()
         self.expected_completion_tokens = 0.0
         """The completion tokens a request of an arm without ``max_tokens`` is expected to count (:meth:`route`)."""
@@ -242,12 +268,16 @@ class OpenAIChatScorer:
         """What makes a score or a cost: the prices, the grader (its ``_target_`` and settings) and
         the prompt template.  Not the endpoint (``base_url``, ``api_key_env``, ``timeout``, ``rpm``, ``tpm``, nor
         an arm's) nor the response cache (``cache``, ``cache_path``): a store resumes across a change of them.  The
-        model, system prompt and request settings are the arms'."""
-        return {
+        model, system prompt and request settings are the arms'.  In ``mode: batch``, the mode, and the prices
+        with the batch prices that it charges."""
+        identity = {
             "prices": self.prices.as_dict(),
             "grader": scorer_identity(self.grader),
             "prompt": self.template.template,
         }
+        if self.batch is not None:  # only then: a chat-mode store keeps the identity it had before batch mode
+            identity.update(prices=self.prices.as_dict(batch=True), mode=self.mode)
+        return identity
 
     def check_ready(self) -> None:
         """Raise the :func:`api_key` error of an unset key variable of any provider of the arms; the driver asks
@@ -313,13 +343,11 @@ class OpenAIChatScorer:
                      cache.stored)
         cache.close()
 
-    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, Usage]:
-        try:
-            price = self.prices.price(arm["model"])
-            endpoint = self.providers.endpoint(arm)
-        except ValueError as error:
-            raise NonRetryableError(str(error)) from None
-        # An example the prompt or the grader cannot read is refused before its call is paid for.
+    def _requests(
+        self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[list[dict[str, str]]], list[int]]:
+        """The messages and the sample index of each example's request; an example the prompt or the grader cannot
+        read is a :class:`~gittinseval.live.NonRetryableError`, before its call is paid for."""
         answer_field = getattr(self.grader, "field", None)
         messages, samples = [], []
         for position, example in enumerate(examples):
@@ -330,20 +358,52 @@ class OpenAIChatScorer:
                     example_field(example, answer_field, f"grader {self.grader!r}")
             except (TypeError, ValueError) as error:
                 raise NonRetryableError(str(error), example=position, cost=0.0) from None
-        if self.cache != "never":
+        return messages, samples
+
+    def unbilled(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> int:
+        """How many of the examples' requests no batch billed to a call (0 in ``mode: chat``): never submitted, or
+        waiting in a batch not yet collected, whose results are charged to the call that collects them.  A store
+        that finds a call of them lost charges it nothing for these (:func:`~gittinseval.live.replay.replay`)."""
+        if self.batch is None:
+            return 0
+        try:
+            messages, samples = self._requests(arm, examples)
+            endpoint = self.providers.endpoint(arm)
+            return self.batch.count_unbilled(endpoint, arm["model"], self._fields(arm), messages, samples)
+        except (NonRetryableError, ValueError):  # an unreadable journal included: charged as expected, money-safe
+            return 0
+
+    @staticmethod
+    def _fields(arm: Mapping[str, Any]) -> dict[str, Any]:
+        """The arm's request settings, sent as fields of the request's body."""
+        return {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
+
+    async def __call__(self, arm: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, Usage]:
+        try:
+            price = (self.prices.price if self.batch is None else self.prices.batch_price)(arm["model"])
+            endpoint = self.providers.endpoint(arm)
+        except ValueError as error:
+            raise NonRetryableError(str(error)) from None
+        messages, samples = self._requests(arm, examples)
+        if self.cache != "never" or self.batch is not None:  # the batch journal is in the cache's file
             try:
                 self.response_cache.connect()
             except ResponseCacheError as error:
                 raise NonRetryableError(str(error), cost=0.0) from None
-        outcomes = await asyncio.gather(
-            *(
-                self._score(endpoint, arm, price, chat, example, sample)
-                for chat, example, sample in zip(messages, examples, samples, strict=True)
+        if self.batch is not None:
+            outcomes = await self.batch.score(self, endpoint, arm, price, messages, examples, samples)
+        else:
+            outcomes = await asyncio.gather(
+                *(
+                    self._score(endpoint, arm, price, chat, example, sample)
+                    for chat, example, sample in zip(messages, examples, samples, strict=True)
+                )
             )
-        )
         failures = [(position, out) for position, out in enumerate(outcomes) if isinstance(out, ScoringError)]
-        bills = [_bill(outcome) for outcome in outcomes]
-        usage = Usage(*zip(*bills, strict=True))
+        bills = [outcome_bill(outcome) for outcome in outcomes]
+        # A hit is charged $0, and listed at its price for the learned costs.
+        listed = [price.dollars(bill[1], bill[2]) if bill[4] else None for bill in bills]
+        usage = Usage(*zip(*bills, strict=True), list_dollars=listed)
         if not failures:
             return np.array([outcome[0] for outcome in outcomes]), usage
         # The first deterministic failure, else the first: one stop, or one retry of the failed examples.
@@ -371,13 +431,11 @@ class OpenAIChatScorer:
         example's sample index, in the cache key above temperature 0.  The request waits for its provider's limits
         before it is sent."""
         model = arm["model"]
-        fields = {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
+        fields = self._fields(arm)
         where = f"{endpoint.base_url}/chat/completions for model {model!r}"
-        request = cache_request(self.cache, endpoint.base_url, model, messages, fields, sample)
-        key = None if request is None else request_key(request)
-        if key is not None and (stored := self.response_cache.get(key)) is not None:
-            return self._graded(stored.reply, example, (0.0, stored.tokens_in, stored.tokens_out,
-                                                        stored.tokens_reasoning, True))
+        request, key, hit = self._cached(endpoint, model, messages, fields, example, sample)
+        if hit is not None:
+            return hit
         client, limiter = self._connection(endpoint)
         # Only a request that is sent waits: a cache hit above costs its provider nothing.
         await limiter.acquire(self._expected_tokens(arm, messages), self.limit_waits)
@@ -395,29 +453,34 @@ class OpenAIChatScorer:
             return kind(f"{where}: HTTP {error.status_code}: {error.message}", cost=0.0, retry_after=wait)
         except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
             return NonRetryableError(f"{where}: unparseable reply ({error})", cost=0.0, uncosted=1)
-        usage = response.usage
-        tokens = {
-            "prompt_tokens": getattr(usage, "prompt_tokens", None),
-            "completion_tokens": getattr(usage, "completion_tokens", None),
-        }
-        for field, count in tokens.items():
-            if not isinstance(count, int) or count < 0:
-                problem = "no" if count is None else f"a negative or non-integer ({count!r})"
-                return NonRetryableError(f"{where}: the reply has {problem} usage.{field}", cost=0.0, uncosted=1)
-        if not response.choices or response.choices[0].message is None:
-            return NonRetryableError(f"{where}: the reply has no choices[0].message", cost=0.0, uncosted=1)
-        prompt, completion = tokens["prompt_tokens"], tokens["completion_tokens"]
-        reasoning = _reasoning_tokens(usage)
-        if not isinstance(reasoning, int) or not 0 <= reasoning <= completion:
-            problem = f"usage.completion_tokens_details.reasoning_tokens {reasoning!r}"
-            return NonRetryableError(
-                f"{where}: the reply has {problem}, not a count within its {completion} completion tokens",
-                cost=0.0,
-                uncosted=1,
-            )
+        return self._answered(response, where, price, example, request, key)
+
+    def _cached(
+        self, endpoint: Endpoint, model: str, messages: list[dict[str, str]], fields: Mapping[str, Any],
+        example: Mapping[str, Any], sample: int,
+    ) -> tuple[dict[str, Any] | None, str | None, tuple | ScoringError | None]:
+        """``(request, key, hit)``: what the response cache keys the request by and its key (``None``, ``None`` when
+        the ``cache`` setting leaves it uncached), and its stored reply graded at $0, or ``None`` (a miss)."""
+        request = cache_request(self.cache, endpoint.base_url, model, messages, fields, sample)
+        key = None if request is None else request_key(request)
+        if key is None or (stored := self.response_cache.get(key)) is None:
+            return request, key, None
+        bill = (0.0, stored.tokens_in, stored.tokens_out, stored.tokens_reasoning, True)
+        return request, key, self._graded(stored.reply, example, bill)
+
+    def _answered(
+        self, response: Any, where: str, price: ModelPrice, example: Mapping[str, Any], request: dict[str, Any] | None,
+        key: str | None,
+    ) -> tuple[float, float, int, int, int, bool] | ScoringError:
+        """The graded outcome of a reply (a ``ChatCompletion``) billed at ``price``, kept in the response cache under
+        ``key`` (``None``: not cached); a reply without a valid usage or a message is a failure that may have been
+        billed (``uncosted``)."""
+        read = reply_usage(response, where)
+        if isinstance(read, ScoringError):
+            return read
+        reply, prompt, completion, reasoning = read
         # Reasoning tokens are a part of completion_tokens: billed once, with them, at the output price.
         dollars = price.dollars(prompt, completion)
-        reply = response.choices[0].message.content or ""
         if key is not None:
             # Kept before grading: a reply the grader refuses is paid for, and a new grader may read it.
             self.response_cache.put(key, request, CachedReply(reply, prompt, completion, reasoning, dollars))
@@ -432,25 +495,3 @@ class OpenAIChatScorer:
             return grade(self.grader, reply, example), *bill
         except ValueError as error:
             return NonRetryableError(f"grading the reply: {error}", usage=Usage(*([value] for value in bill)))
-
-
-def _reasoning_tokens(usage: Any) -> Any:
-    """The reply's hidden reasoning tokens, ``usage.completion_tokens_details.reasoning_tokens``: 0 for a reply
-    without them (a model that does not reason, a server that does not break its completion tokens down)."""
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None)
-    return 0 if reasoning is None else reasoning
-
-
-def _bill(
-    outcome: tuple[float, float, int, int, int, bool] | ScoringError,
-) -> tuple[float, int | None, int | None, int | None, bool]:
-    """``(dollars, prompt tokens, completion tokens, reasoning tokens, cached)`` of one example's request: a
-    failure's own usage if it was billed; else what it reported (nothing), with no tokens where a bill is unknown
-    (``uncosted``), and not cached (a failed call's reply, if any, was never stored)."""
-    if not isinstance(outcome, ScoringError):
-        return outcome[1:]
-    if (usage := outcome.usage) is not None:
-        return usage.dollars[0], usage.tokens_in[0], usage.tokens_out[0], usage.tokens_reasoning[0], usage.cached[0]
-    tokens = None if outcome.uncosted else 0
-    return outcome.cost, tokens, tokens, tokens, False

@@ -9,11 +9,19 @@ so that one file serves both::
       output: 0.60             # USD per 1M output tokens
       input_cache_write: 0.15  # optional here; inspect_ai requires all four
       input_cache_read: 0.075
+      batch_input: 0.075       # optional: USD per 1M tokens of a Batch API call (mode: batch)
+      batch_output: 0.30
 
 YAML or JSON.  Every price must be a finite number ``>= 0``; an unknown field is an
 error (a misspelt ``ouput`` would otherwise charge nothing).  A model is looked up
 by its full name, or by the part after the provider when one key ends in it: an
 OpenAI-compatible request for ``gpt-4o-mini`` finds ``openai/gpt-4o-mini``.
+
+Batch prices are a model's own pair ``batch_input`` and ``batch_output`` (both or neither), as a provider's
+price list gives them (OpenAI's: half the ``input`` and ``output``), rather than one discount for every
+model: providers discount models differently, and a per-model field keeps the file inspect_ai's (which
+ignores fields it does not know, where a top-level key would be read as a model).  A chat task in
+``mode: batch`` charges them (:meth:`Prices.batch_price`); a model without them is an error there.
 """
 
 from __future__ import annotations
@@ -37,13 +45,16 @@ class ModelPrice:
 
     ``input`` is charged on input tokens read at the full rate, ``output`` on output
     tokens, and the optional cache prices on the input tokens written to and read
-    from a prompt cache, which providers report apart from the full-rate ones.
+    from a prompt cache, which providers report apart from the full-rate ones.  ``batch_input`` and
+    ``batch_output`` are the input and output prices of a call made through a Batch API.
     """
 
     input: float
     output: float
     input_cache_write: float | None = None
     input_cache_read: float | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
 
     def dollars(
         self, input_tokens: float, output_tokens: float, cache_write_tokens: float = 0, cache_read_tokens: float = 0
@@ -63,6 +74,8 @@ class ModelPrice:
 
 FIELDS = tuple(field.name for field in fields(ModelPrice))
 REQUIRED = ("input", "output")
+BATCH_FIELDS = ("batch_input", "batch_output")
+"""A model's batch prices: both or neither."""
 
 
 class Prices(Mapping[str, ModelPrice]):
@@ -87,6 +100,10 @@ class Prices(Mapping[str, ModelPrice]):
             missing = [field for field in REQUIRED if field not in entry]
             if missing:
                 raise ValueError(f"{where}: missing {' and '.join(missing)} (USD per 1M tokens)")
+            batch = [field for field in BATCH_FIELDS if entry.get(field) is not None]
+            if len(batch) == 1:
+                other = next(field for field in BATCH_FIELDS if field not in batch)
+                raise ValueError(f"{where}: {batch[0]} without {other}; a batch price has both (USD per 1M tokens)")
             # An unset cache price may be null; input and output must be numbers.
             table[str(model)] = ModelPrice(
                 **{
@@ -119,15 +136,29 @@ class Prices(Mapping[str, ModelPrice]):
             raise ValueError(f"{self.source}: model {model!r} is ambiguous between {candidates}; use its full name")
         raise ValueError(f"{self.source}: no price for model {model!r}; priced models: {', '.join(self._table)}")
 
-    def as_dict(self) -> dict[str, dict[str, float]]:
-        """The table as plain mappings (the file's shape, without unset cache prices)."""
+    def batch_price(self, model: str) -> ModelPrice:
+        """The price of a Batch API call of ``model`` (:meth:`price`): its ``batch_input`` and ``batch_output`` as
+        its input and output prices; a model without them is a ``ValueError`` that names the fields."""
+        price = self.price(model)
+        if price.batch_input is None or price.batch_output is None:
+            raise ValueError(
+                f"{self.source}: model {model!r} has no batch price: give it batch_input and batch_output (USD per "
+                "1M tokens of a Batch API call; OpenAI's are half its input and output), or run in mode: chat"
+            )
+        return ModelPrice(price.batch_input, price.batch_output)
+
+    def as_dict(self, batch: bool = False) -> dict[str, dict[str, float]]:
+        """The table as plain mappings (the file's shape, without unset prices); the batch prices only with
+        ``batch``: a call that is not batched never costs them, so a store's record of the prices it was charged
+        at (its scorer's identity) leaves them out."""
+        shown = [field for field in FIELDS if batch or field not in BATCH_FIELDS]
         return {
-            model: {field: getattr(price, field) for field in FIELDS if getattr(price, field) is not None}
+            model: {field: getattr(price, field) for field in shown if getattr(price, field) is not None}
             for model, price in self._table.items()
         }
 
     def __repr__(self) -> str:
-        return f"Prices({self.as_dict()!r})"
+        return f"Prices({self.as_dict(batch=True)!r})"
 
 
 def load_prices(source: str | Path | Mapping[str, Mapping[str, Any]]) -> Prices:

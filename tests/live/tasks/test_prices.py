@@ -76,9 +76,12 @@ def test_bad_files(tmp_path):
 
 def test_bundled_prices():
     prices = load_prices(BUNDLED)
-    assert prices.price("gpt-4o-mini") == ModelPrice(0.15, 0.60, 0.15, 0.075)
-    # Every entry has inspect_ai's four fields (tests/live/tasks/test_inspect_task.py reads it with inspect_ai).
+    assert prices.price("gpt-4o-mini") == ModelPrice(0.15, 0.60, 0.15, 0.075, 0.075, 0.30)
+    assert prices.batch_price("gpt-4o-mini") == ModelPrice(0.075, 0.30)  # OpenAI's batch price: half the list price
+    # Every entry has inspect_ai's four fields (tests/live/tasks/test_inspect_task.py reads it with inspect_ai), and
+    # the batch prices only when asked for (inspect_ai ignores them).
     assert all(len(entry) == 4 for entry in prices.as_dict().values())
+    assert all(len(entry) == 6 for entry in prices.as_dict(batch=True).values() if "batch_input" in entry)
 
 
 def test_a_malformed_prices_file_is_named_on_one_line_with_its_line_or_row(tmp_path):
@@ -96,5 +99,5 @@ def test_a_malformed_prices_file_is_named_on_one_line_with_its_line_or_row(tmp_p
         load_prices(bad_row)
     assert str(error.value) == (
         f"{bad_row}: model 'openai/gpt-4o-mini': unknown price field(s) ['ouptut']; the fields are input, output, "
-        "input_cache_write, input_cache_read"
+        "input_cache_write, input_cache_read, batch_input, batch_output"
     )

@@ -1,0 +1,295 @@
+"""Batch mode of the chat scorer: a scoring call's requests as one OpenAI-compatible Batch API job.
+
+With ``mode: batch`` (:class:`~gittinseval.live.tasks.chat.OpenAIChatScorer`), a scoring call (one arm and a
+batch of examples, one request of the policy) sends the requests that the response cache does not serve as one
+job, with the ``openai`` client's own calls: one JSONL file (a line per request: its ``custom_id``, ``POST
+/v1/chat/completions`` and the body the chat mode would send) uploaded by ``client.files.create(purpose="batch")``,
+a batch of it created by ``client.batches.create``, polled by ``client.batches.retrieve`` every
+``batch.poll_seconds`` until it ends, and its results read by ``client.files.content`` (the output file, and the
+error file).  The driver runs several scoring calls at once, so several jobs are in flight.
+
+Each reply is read and graded as in chat mode and charged at the model's batch price
+(:meth:`~gittinseval.live.tasks.prices.Prices.batch_price`).  The ids are journaled before anything can be paid
+for (:mod:`gittinseval.live.batch_journal`): a request whose line is pending in a job (this run's, or one killed
+before it collected it) is collected from that job, never submitted again.
+
+Failed lines are classified as failed calls are in chat mode, unbilled: a line whose response is HTTP 429 or 5xx
+is a :class:`~gittinseval.live.TransientError` (the driver retries it: a new job), any other status a
+:class:`~gittinseval.live.NonRetryableError`; a line that expired (the batch ended ``expired`` before it ran) is
+retried or stops the run as ``batch.expired`` says; a batch that failed its validation, or was cancelled, stops
+the run; a line missing from a completed batch's files, or whose reply cannot be read, stops it too, charged as
+expected (it may have been billed).  An upload, creation or poll that fails is classified as the chat request
+would be, at no charge, and its lines stay journaled: the retry polls the same batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from gittinseval.live.batch_journal import BatchJournal, PendingLine
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
+from gittinseval.live.rate_limits import retry_after
+from gittinseval.live.response_cache import ResponseCacheError, cache_request, request_key
+from gittinseval.live.tasks.prices import ModelPrice
+from gittinseval.live.tasks.replies import Outcome
+
+if TYPE_CHECKING:
+    from gittinseval.live.tasks.chat import OpenAIChatScorer
+    from gittinseval.live.tasks.providers import Endpoint
+
+__all__ = ["EXPIRED_ACTIONS", "MODES", "BatchCalls", "BatchSettings"]
+
+MODES = ("chat", "batch")
+"""The chat scorer's modes: a request per example, or a Batch API job per scoring call."""
+EXPIRED_ACTIONS = ("retry", "fail")
+"""What becomes of an expired line (``batch.expired``): a transient failure, retried in a new job; or one that
+stops the run."""
+ENDED = ("completed", "expired", "failed", "cancelled")
+"""The statuses of a batch that will not change again."""
+CHAT_URL = "/v1/chat/completions"
+FREE = ModelPrice(0.0, 0.0)
+"""The price of a reply served again: paid for by another example or call."""
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """The ``batch`` settings of a chat scorer (used in ``mode: batch``).
+
+    Attributes:
+        poll_seconds: seconds between two retrievals of a batch in flight.
+        expired: ``retry`` (a line that expired is a transient failure: the driver retries it, up to its
+            ``max_retries``) or ``fail`` (it stops the run).
+        completion_window: the window the batch is created with (OpenAI's only one: ``24h``).
+    """
+
+    poll_seconds: float = 30.0
+    expired: str = "retry"
+    completion_window: str = "24h"
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any] | None) -> BatchSettings:
+        """The settings of a mapping (``None``: the defaults); an unknown or invalid one is a ``ValueError`` that
+        names it (``batch.<name>``)."""
+        settings = dict(settings or {})
+        names = [field.name for field in fields(cls)]
+        if unknown := sorted(set(settings) - set(names)):
+            raise ValueError(f"batch.{unknown[0]}: no such batch setting; the settings are {', '.join(names)}")
+        made = cls(**settings)
+        poll = made.poll_seconds
+        if isinstance(poll, bool) or not isinstance(poll, int | float) or not (math.isfinite(poll) and poll > 0):
+            raise ValueError(f"batch.poll_seconds must be a positive number of seconds, got {poll!r}")
+        if made.expired not in EXPIRED_ACTIONS:
+            raise ValueError(f"batch.expired must be one of {', '.join(EXPIRED_ACTIONS)}, got {made.expired!r}")
+        if not isinstance(made.completion_window, str) or not made.completion_window:
+            raise ValueError(f"batch.completion_window must be a window such as '24h', got {made.completion_window!r}")
+        return made
+
+
+def journal_key(endpoint: Endpoint, model: str, messages: list[dict[str, str]], settings: Mapping[str, Any],
+                sample: int) -> str:
+    """The key a request is journaled by: the response cache's key of the whole request, with its sample index
+    above temperature 0, whatever the cache setting (the journal is not the cache)."""
+    return request_key(cache_request("always", endpoint.base_url, model, messages, settings, sample))
+
+
+class BatchCalls:
+    """The scoring calls of a chat scorer in batch mode: jobs submitted, journaled, polled and collected."""
+
+    def __init__(self, settings: BatchSettings, journal: BatchJournal) -> None:
+        self.settings = settings
+        self.journal = journal
+
+    def count_unbilled(self, endpoint: Endpoint, model: str, settings: Mapping[str, Any],
+                       messages: Sequence[list[dict[str, str]]], samples: Sequence[int]) -> int:
+        """How many of the requests (the examples' ``messages`` and ``samples``) no batch billed to a call
+        (:meth:`~gittinseval.live.batch_journal.BatchJournal.count_unbilled`)."""
+        pairs = zip(messages, samples, strict=True)
+        return self.journal.count_unbilled([journal_key(endpoint, model, chat, settings, sample) for chat, sample in
+                                            pairs])
+
+    async def score(
+        self,
+        scorer: OpenAIChatScorer,
+        endpoint: Endpoint,
+        arm: Mapping[str, Any],
+        price: ModelPrice,
+        messages: Sequence[list[dict[str, str]]],
+        examples: Sequence[Mapping[str, Any]],
+        samples: Sequence[int],
+    ) -> list[Outcome | ScoringError]:
+        """The outcome of each example: a cache hit, else its line's reply (of a new job, or of the job that has
+        it pending), graded and billed at ``price``, or its classified failure."""
+        model, settings = arm["model"], scorer._fields(arm)
+        where = f"{endpoint.base_url}/batches for model {model!r}"
+        outcomes: list[Outcome | ScoringError | None] = [None] * len(examples)
+        asked: dict[str, list[int]] = {}  # journal key -> positions: a request asked twice is one line
+        cached = {}
+        for position, (chat, example, sample) in enumerate(zip(messages, examples, samples, strict=True)):
+            request, key, hit = scorer._cached(endpoint, model, chat, settings, example, sample)
+            if hit is not None:
+                outcomes[position] = hit
+                continue
+            line_key = journal_key(endpoint, model, chat, settings, sample)
+            asked.setdefault(line_key, []).append(position)
+            cached[line_key] = (request, key)
+        client = scorer._connection(endpoint)[0]
+        try:
+            pending = self.journal.pending(asked)
+            new = [key for key in asked if key not in pending]
+            if new:
+                bodies = {key: {"model": model, "messages": messages[asked[key][0]], **settings} for key in new}
+                pending.update(await self._submit(client, endpoint, bodies))
+            results = await self._collect(client, {line.job: line for line in pending.values()})
+        except (ScoringError, ResponseCacheError) as error:
+            kind = TransientError if isinstance(error, TransientError) else NonRetryableError
+            failure = kind(f"{where}: {error}", cost=0.0, retry_after=getattr(error, "retry_after", None))
+            return [failure if outcome is None else outcome for outcome in outcomes]
+        for key, positions in asked.items():
+            line = pending[key]
+            batch, result = results[line.job]
+            answered = self._outcomes(scorer, key, line, batch, result.get(line.custom_id), where, price,
+                                      [examples[position] for position in positions], *cached[key])
+            for position, outcome in zip(positions, answered, strict=True):
+                outcomes[position] = outcome
+        return outcomes
+
+    async def _submit(self, client: openai.AsyncOpenAI, endpoint: Endpoint,
+                      bodies: dict[str, dict[str, Any]]) -> dict[str, PendingLine]:
+        """Upload the bodies as one file, journal it, create its batch and journal that: the new pending lines."""
+        lines = [(key, f"request-{number}") for number, key in enumerate(bodies)]
+        content = "".join(json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL,
+                                      "body": bodies[key]}) + "\n" for key, custom_id in lines)
+        uploaded = await _call(client.files.create(file=("gittinseval-batch.jsonl", content.encode()),
+                                                   purpose="batch"))
+        # Journaled before the batch exists: a run killed from here on finds the file, and its batch if created.
+        job = self.journal.record_file(endpoint.base_url, uploaded.id, lines)
+        batch_id = await self._create(client, job, uploaded.id)
+        return {key: PendingLine(job, uploaded.id, batch_id, custom_id) for key, custom_id in lines}
+
+    async def _create(self, client: openai.AsyncOpenAI, job: int, file_id: str) -> str:
+        """The batch of the job's file, created and journaled; a refused creation takes the job out of the journal
+        (its file would be refused again)."""
+        try:
+            batch = await _call(client.batches.create(input_file_id=file_id, endpoint=CHAT_URL,
+                                                      completion_window=self.settings.completion_window))
+        except NonRetryableError:
+            self.journal.drop_job(job)
+            raise
+        # Journaled before it is polled: a run killed from here on polls the same batch.
+        self.journal.record_batch(job, batch.id)
+        return batch.id
+
+    async def _collect(self, client: openai.AsyncOpenAI, jobs: dict[int, PendingLine]) -> dict[int, tuple[Any, dict]]:
+        """Of each job: its ended batch and its results by ``custom_id`` (output and error files)."""
+        polls = [asyncio.ensure_future(self._ended(client, job, line)) for job, line in jobs.items()]
+        try:
+            ended = await asyncio.gather(*polls)
+        finally:
+            for poll in polls:  # a failed poll ends the others: the retry polls every job again
+                poll.cancel()
+        return dict(zip(jobs, ended, strict=True))
+
+    async def _ended(self, client: openai.AsyncOpenAI, job: int, line: PendingLine) -> tuple[Any, dict[str, dict]]:
+        """The job's batch once ended, and its results by ``custom_id``."""
+        batch_id = line.batch_id
+        if batch_id is None:
+            # The run that uploaded the file ended before it journaled a batch: it may have created one.
+            if (batch_id := await self._batch_of(client, line.file_id)) is None:
+                batch_id = await self._create(client, job, line.file_id)
+            else:
+                self.journal.record_batch(job, batch_id)
+        while (batch := await _call(client.batches.retrieve(batch_id))).status not in ENDED:
+            await asyncio.sleep(self.settings.poll_seconds)
+        results = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await _call(client.files.content(file_id))
+                try:
+                    lines = [json.loads(text) for text in content.text.splitlines() if text.strip()]
+                except ValueError as error:
+                    raise NonRetryableError(f"batch {batch_id}: its file {file_id} is not JSONL ({error})") from None
+                results.update((result.get("custom_id"), result) for result in lines if isinstance(result, dict))
+        return batch, results
+
+    @staticmethod
+    async def _batch_of(client: openai.AsyncOpenAI, file_id: str) -> str | None:
+        """The id of the provider's batch of the uploaded file, if one was created."""
+        try:
+            async for batch in client.batches.list(limit=100):
+                if batch.input_file_id == file_id:
+                    return batch.id
+        except openai.APIError as error:
+            raise _classified(error, "listing the batches: ") from None
+        return None
+
+    def _outcomes(self, scorer: OpenAIChatScorer, key: str, line: PendingLine, batch: Any, result: dict | None,
+                  where: str, price: ModelPrice, examples: list[Mapping[str, Any]], request: dict | None,
+                  cache_key: str | None) -> list[Outcome | ScoringError]:
+        """The outcome of one line of an ended batch for each of the ``examples`` that asked its request (the first
+        charged for it, the others served it again at $0); see the module docstring for the classes of failure."""
+        where = f"{where}, batch {batch.id} line {line.custom_id}"
+        response = (result or {}).get("response") or {}
+        if batch.status in ("completed", "expired") and response.get("status_code") == 200:
+            try:
+                reply = ChatCompletion.model_construct(**response["body"])
+            except (TypeError, KeyError) as error:
+                self.journal.take(key, line.job)
+                return [NonRetryableError(f"{where}: unparseable reply ({error!r})", cost=0.0, uncosted=1)] * len(
+                    examples)
+            # Taken once: a line another call collected first was charged there.
+            taken = self.journal.take(key, line.job)
+            first = scorer._answered(reply, where, price, examples[0], request, cache_key) if taken else None
+            return [first] * (first is not None) + [
+                _again(scorer._answered(reply, where, FREE, example, None, None)) for example in examples[taken:]
+            ]
+        self.journal.drop([(key, line.job)])  # a failed line is submitted anew by a retry
+        return [self._failure(batch, response, (result or {}).get("error") or {}, where)] * len(examples)
+
+    def _failure(self, batch: Any, response: dict, error: dict, where: str) -> ScoringError:
+        """The classified failure of a line without a reply."""
+        if batch.status in ("failed", "cancelled"):
+            errors = getattr(getattr(batch, "errors", None), "data", None) or []
+            why = "; ".join(f"{e.code}: {e.message}" for e in errors) or "no reason given"
+            return NonRetryableError(f"{where}: the batch {batch.status} ({why})", cost=0.0)
+        if error.get("code") == "batch_expired":
+            kind = TransientError if self.settings.expired == "retry" else NonRetryableError
+            return kind(f"{where}: expired before it ran (batch.expired: {self.settings.expired})", cost=0.0)
+        if status := response.get("status_code"):
+            message = ((response.get("body") or {}).get("error") or {}).get("message", "")
+            kind = TransientError if status == 429 or status >= 500 else NonRetryableError
+            return kind(f"{where}: HTTP {status}: {message}", cost=0.0)
+        if error:
+            return NonRetryableError(f"{where}: {error.get('code')}: {error.get('message')}", cost=0.0)
+        return NonRetryableError(f"{where}: no result in the batch's files", cost=0.0, uncosted=1)
+
+
+def _again(outcome: Outcome | ScoringError) -> Outcome | ScoringError:
+    """An outcome of a reply served again ($0), marked cached."""
+    return outcome if isinstance(outcome, ScoringError) else (*outcome[:5], True)
+
+
+async def _call(awaitable: Any) -> Any:
+    """An upload, creation, retrieval or download, its failure classified (:func:`_classified`)."""
+    try:
+        return await awaitable
+    except openai.APIError as error:
+        raise _classified(error) from None
+
+
+def _classified(error: openai.APIError, doing: str = "") -> ScoringError:
+    """A failed upload, creation, retrieval, listing or download classified as a chat request's failure is, free
+    (none of them is billed): a connection error, HTTP 429 (not of a spent quota) or 5xx is transient."""
+    if not isinstance(error, openai.APIStatusError):
+        return TransientError(f"{doing}{error} ({error.__cause__!r})", cost=0.0)
+    rate_limited = error.status_code == 429 and error.code != "insufficient_quota"
+    kind = TransientError if rate_limited or error.status_code >= 500 else NonRetryableError
+    wait = retry_after(error.response.headers) if rate_limited else None
+    return kind(f"{doing}HTTP {error.status_code}: {error.message}", cost=0.0, retry_after=wait)
