@@ -30,8 +30,12 @@ $(STAMP): pyproject.toml Makefile
 run: $(STAMP)
 	$(VENV)/bin/gittinseval -m experiment=main
 
+# pytest-xdist: one worker per logical CPU (`make TEST_WORKERS=0 test` runs in one process).  Most of the
+# suite's time is command-line runs in subprocesses, each importing torch: the cores, not waits, bound it.
+TEST_WORKERS ?= logical
+
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS)
 
 # Every table and figure of the results pages, from the committed stores (docs/results/reports.yaml),
 # and the verdicts of the paper's claims (docs/results/claims.yaml).

@@ -174,7 +174,9 @@ def nested_quadrature_roots(chain: EmpiricalTargetChain, cost: float, n_stages: 
 @pytest.mark.parametrize(
     "n_examples, batch_size, prior_var, cost, n_stages",
     [
-        (20, 8, 0.04, 1e-4, 3),  # every stage of a chain with a partial last batch
+        # Every stage of a chain with a partial last batch: three nested quadratures take minutes, so it
+        # runs with -m slow; test_every_refined_root_matches_a_fine_grid_solver checks every stage in CI.
+        pytest.param(20, 8, 0.04, 1e-4, 3, marks=pytest.mark.slow),
         (24, 4, 0.005, 1e-6, 2),
         (43, 8, 0.04, 1e-2, 2),
         (1534, 8, 0.04, 1e-4, 2),  # the case: roots below the grid spacing
@@ -223,6 +225,7 @@ def fine_grid_roots(chain: EmpiricalTargetChain, cost: float, n_points: int) -> 
         (200, 8, 1e-6),  # cheap chains: W's tail spans a few cells of the whole chain's grid
         (100, 4, 1e-7),
         (120, 2, 1e-4),
+        (20, 8, 1e-4),  # a partial last batch, as the slow nested-quadrature case
     ],
 )
 def test_every_refined_root_matches_a_fine_grid_solver(n_examples, batch_size, cost):
