@@ -8,7 +8,9 @@ request, the sample index included above temperature 0, whatever the cache setti
 (``custom_id``) that carry it.  A line is pending until its result is handed to a scoring call
 (:meth:`BatchJournal.take`), which charges it; it is then kept as taken (its ids and the time), so that a store
 whose call was lost after the take knows that the line was billed.  A line that expired or failed, or whose
-batch was refused, is dropped (it was not billed), so that a retry submits it anew.
+batch was refused, is dropped (it was not billed), so that a retry submits it anew.  A file is journaled only if
+none of its requests has a pending line, checked in the same transaction (:meth:`BatchJournal.record_file`): of two
+calls or processes asking a request at once, the second finds the first's line instead of submitting it again.
 
 So a run killed between submitting and collecting (SIGKILL included) loses nothing: the resumed run, or any
 run that asks the same request, finds its line pending and polls the same batch instead of submitting it again
@@ -103,15 +105,19 @@ class BatchJournal:
     def pending(self, keys: Iterable[str]) -> dict[str, PendingLine]:
         """The pending line of each of ``keys`` that has one."""
         connection = self._connection()
-        found = {}
         with self.cache.lock:
-            for key in set(keys):
-                row = connection.execute(
-                    "SELECT j.id, j.file_id, j.batch_id, l.custom_id FROM batch_lines l JOIN batch_jobs j "
-                    "ON j.id = l.job WHERE l.key = ? AND l.taken IS NULL", (key,)
-                ).fetchone()
-                if row is not None:
-                    found[key] = PendingLine(*row)
+            return self._pending(connection, keys)
+
+    @staticmethod
+    def _pending(db: sqlite3.Connection, keys: Iterable[str]) -> dict[str, PendingLine]:
+        found = {}
+        for key in set(keys):
+            row = db.execute(
+                "SELECT j.id, j.file_id, j.batch_id, l.custom_id FROM batch_lines l JOIN batch_jobs j "
+                "ON j.id = l.job WHERE l.key = ? AND l.taken IS NULL", (key,)
+            ).fetchone()
+            if row is not None:
+                found[key] = PendingLine(*row)
         return found
 
     def count_unbilled(self, keys: Sequence[str]) -> int:
@@ -123,18 +129,24 @@ class BatchJournal:
                                         (key,)).fetchone() for key in keys]
         return sum(row is None for row in taken)
 
-    def record_file(self, endpoint: str, file_id: str, lines: Sequence[tuple[str, str]]) -> int:
-        """Journal an uploaded file of ``lines`` (``(key, custom_id)``) for ``endpoint``, before its batch is
-        created; returns the job's row."""
+    def record_file(self, endpoint: str, file_id: str,
+                    lines: Sequence[tuple[str, str]]) -> tuple[int | None, dict[str, PendingLine]]:
+        """Journal an uploaded file of ``lines`` (``(key, custom_id)``) for ``endpoint``, before its batch is created,
+        unless some of its keys have a pending line: ``(job's row, {})``, else ``(None, those pending lines)`` and
+        nothing is journaled (the file's batch must not be created)."""
 
-        def insert(db: sqlite3.Connection) -> int:
+        def insert(db: sqlite3.Connection) -> tuple[int | None, dict[str, PendingLine]]:
+            # Checked in the write's own transaction (BEGIN IMMEDIATE): of two processes asking the same request,
+            # the second waits for the first's write and finds its pending line, so no request is submitted twice.
+            if pending := self._pending(db, [key for key, _ in lines]):
+                return None, pending
             job = db.execute(
                 "INSERT INTO batch_jobs (endpoint, file_id, created_at) VALUES (?, ?, ?)",
                 (endpoint, file_id, time.time()),
             ).lastrowid
             db.executemany("INSERT OR REPLACE INTO batch_lines VALUES (?, ?, ?, NULL)",
                            [(key, job, custom_id) for key, custom_id in lines])
-            return int(job)
+            return int(job), {}
 
         return self._write(insert)
 

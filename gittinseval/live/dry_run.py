@@ -12,7 +12,8 @@ budget ``B`` and batches of ``b`` examples:
 
 A task that can call its models in several ways at several prices (a chat task: ``chat``, and ``batch`` at
 batch prices; its ``costs_by_mode``) gets the exhaustive cost and the examples per arm spread evenly of each
-mode, the run's own marked, so that the batch-price estimate stands beside the normal one.
+mode, the run's own (its ``score_fn.mode``) marked, so that the batch-price estimate stands beside the normal
+one; a mode without an estimate (a model without a batch price) is stated with the reason.
 """
 
 from __future__ import annotations
@@ -32,15 +33,19 @@ def _dollars(amount: float) -> str:
     return f"${amount:.4g}"
 
 
-def _by_mode(by_mode: dict[str, list[float]], costs: np.ndarray, n_examples: int, budget: float) -> list[str]:
-    """A line per mode of a task with several (none for one): its exhaustive cost and what the budget buys."""
+def _by_mode(by_mode: dict[str, list[float] | str], run_mode: str | None, n_examples: int, budget: float) -> list[str]:
+    """A line per mode of a task with several (none for one): its exhaustive cost and what the budget buys, or why
+    it has no estimate; the line of ``run_mode`` marked (two modes may have equal prices)."""
     if len(by_mode) < 2:
         return []
     lines = ["estimates by mode (task.score_fn.mode):"]
     for mode, mode_costs in by_mode.items():
+        own = " (this run)" if mode == run_mode else ""
+        if isinstance(mode_costs, str):
+            lines.append(f"  {mode}{own}: no estimate ({mode_costs})")
+            continue
         per_round = float(np.sum(mode_costs))
         even = min(float(n_examples), budget / per_round) if per_round else float(n_examples)
-        own = " (this run)" if np.allclose(mode_costs, costs, rtol=1e-12, atol=0) else ""
         lines.append(
             f"  {mode}{own}: exhaustive cost {_dollars(n_examples * per_round)}, about {even:.3g} of the "
             f"{n_examples} examples per arm spread evenly"
@@ -93,7 +98,8 @@ def dry_run_report(task: Any, budget_usd: float, batch_size: int, labels: Sequen
         f"spread evenly: about {even:.3g} of the {n_examples} examples per arm"
         + (" (the budget covers every example)" if even == n_examples else "")
     )
-    lines += _by_mode(getattr(task, "costs_by_mode", None) or {}, costs, n_examples, budget)
+    run_mode = getattr(task.score_fn, "mode", None)
+    lines += _by_mode(getattr(task, "costs_by_mode", None) or {}, run_mode, n_examples, budget)
     first_round = min(batch, n_examples) * per_round
     if budget < first_round:
         lines.append(

@@ -25,7 +25,7 @@ from gittinseval.core.session import RunSession, RunSettings
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
 from gittinseval.live.ledger import Attempt, Ledger
-from gittinseval.live.replay import UnbilledCalls, replay, unbilled_calls
+from gittinseval.live.replay import UnbilledCalls, replay, settle_lost, unbilled_calls
 from gittinseval.live.run_state import RunState
 from gittinseval.live.run_store import RunStore
 from gittinseval.live.status import ArmStatus, Recommendation, same_scores, score_warnings
@@ -123,7 +123,7 @@ class Evaluator:
         self._start(TaskDefinition.of(task), LiveConfig() if config is None else config, unbilled_calls(task))
 
     def _start(self, task: TaskDefinition, config: LiveConfig, unbilled: UnbilledCalls | None = None) -> None:
-        self.task = task
+        self.task, self.unbilled = task, unbilled
         self.names = task.names
         self.labels = task.labels
         self.n_examples = task.n_examples
@@ -192,12 +192,13 @@ class Evaluator:
         )
 
     @classmethod
-    def from_store(cls, store: str | Path) -> Evaluator:
+    def from_store(cls, store: str | Path, unbilled: UnbilledCalls | None = None) -> Evaluator:
         """Reopen an existing store with the arms, policy and settings it was created with
-        (:func:`~gittinseval.live.store_identity.stored_run`).  No scoring function is
-        rebuilt: the caller scores (ask/tell)."""
+        (:func:`~gittinseval.live.store_identity.stored_run`).  No scoring function is rebuilt: the caller scores
+        (ask/tell); ``unbilled``: its scorer's count of requests no batch billed (:func:`~gittinseval.live.replay.
+        unbilled_calls` of its task; ``None``: a lost call is charged as expected)."""
         evaluator = cls.__new__(cls)
-        evaluator._start(*stored_run(store))
+        evaluator._start(*stored_run(store), unbilled)
         return evaluator
 
     def close(self) -> None:
@@ -362,13 +363,13 @@ class Evaluator:
         return self.state.settle(entry, record, "failed", scored, reported, uncosted, error)
 
     def abandon_calls(self) -> int:
-        """Settle every scoring call in flight as lost, charged as expected, as reopening the store would: its
-        driver abandoned it (a second Ctrl-C), so its outcome is unknown and it may have been billed.  Its request
+        """Settle every scoring call in flight as lost, charged as reopening the store would (as expected, but its
+        requests no batch billed: :func:`~gittinseval.live.replay.settle_lost`): its driver abandoned it (a second
+        Ctrl-C), so its outcome is unknown and it may have been billed.  Its request
         stays outstanding, handed out again by :meth:`ask`.  Returns how many calls were abandoned."""
         abandoned = self.ledger.in_flight
         for attempt in abandoned:
-            entry = self.state.entry_in_flight(attempt)
-            self.state.settle(entry, attempt.outcome(entry.id), "lost", {}, None, 0, ABANDONED)
+            settle_lost(self.state, attempt.outcome(self.state.entry_in_flight(attempt).id), self.unbilled, ABANDONED)
             self.state.hand_out_again(attempt.request.arm)
         return len(abandoned)
 

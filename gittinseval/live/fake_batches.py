@@ -11,8 +11,10 @@
 
 ``line_plan`` says what becomes of the next lines completed, in order: ``"ok"`` (the default), ``"expired"``
 (the line did not run in the completion window: the batch ends ``expired``, the line is in the error file with
-code ``batch_expired``, unbilled) or an HTTP status (an ``int``: the line's response has that status and an
-error body, unbilled).  ``fail_batches`` batches created from now on fail their validation (status ``failed``).
+code ``batch_expired``, unbilled), ``"cancelled"`` (the same, the batch cancelled before the line ran: it ends
+``cancelled``, the line's code ``batch_cancelled``) or an HTTP status (an ``int``: the line's response has that
+status and an error body, unbilled).  ``fail_batches`` batches created from now on fail (status ``failed``) with
+the error code ``fail_code``.
 ``created`` counts the batches created, ``retrieved`` the retrievals of each batch, and ``lines`` keeps every
 line submitted (its ``custom_id`` and body), so that a test sees what was submitted and how often.
 """
@@ -34,6 +36,8 @@ __all__ = ["FakeBatches"]
 EXPIRED = {"code": "batch_expired",
            "message": "This request could not be executed before the completion window expired."}
 """The error of a line that did not run in the window, as OpenAI writes it in the error file."""
+CANCELLED = {"code": "batch_cancelled", "message": "This request was cancelled before it was executed."}
+"""The error of a line that did not run before its batch was cancelled."""
 
 
 class FakeBatches:
@@ -50,6 +54,7 @@ class FakeBatches:
         self.delay = float(delay)
         self.line_plan: list[Any] = []
         self.fail_batches = 0
+        self.fail_code = "invalid_request"
         self.created = 0
         self.retrieved: Counter[str] = Counter()
         self.lines: list[tuple[str, dict[str, Any]]] = []
@@ -91,7 +96,7 @@ class FakeBatches:
                 if self.fail_batches:
                     self.fail_batches -= 1
                     batch.update(status="failed", errors={"object": "list", "data": [
-                        {"code": "invalid_request", "message": "planned failure of the batch's validation"}]})
+                        {"code": self.fail_code, "message": "planned failure of the batch"}]})
                 else:
                     lines = [json.loads(line) for line in self.files[body["input_file_id"]][1].splitlines() if line]
                     self.lines += [(line["custom_id"], line["body"]) for line in lines]
@@ -119,15 +124,15 @@ class FakeBatches:
         """The batch, completed (its lines answered, billed and written to its files) once its delay has passed."""
         if batch["status"] != "in_progress" or time.monotonic() < batch["due"]:
             return batch
-        output, errors, expired = [], [], False
+        output, errors, ended = [], [], "completed"
         for line in self.files[batch["input_file_id"]][1].splitlines():
             line = json.loads(line)
             action = self.line_plan.pop(0) if self.line_plan else "ok"
             result = {"id": f"batch_req_{next(self._ids)}", "custom_id": line["custom_id"], "response": None,
                       "error": None}
-            if action == "expired":
-                expired = True
-                errors.append({**result, "error": EXPIRED})
+            if action in ("expired", "cancelled"):
+                ended = action
+                errors.append({**result, "error": EXPIRED if action == "expired" else CANCELLED})
             elif isinstance(action, int):
                 body = {"error": {"message": f"planned failure {action}", "type": "invalid_request_error"}}
                 errors.append({**result, "response": {"status_code": action, "request_id": result["id"], "body": body}})
@@ -139,7 +144,7 @@ class FakeBatches:
                 content = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 batch[name] = self._file(content, "batch_output", f"{batch['id']}_{name}.jsonl")["id"]
         batch["request_counts"].update(completed=len(output), failed=len(errors))
-        batch["status"] = "expired" if expired else "completed"
+        batch["status"] = ended
         batch[f"{batch['status']}_at"] = int(time.time())
         return batch
 

@@ -23,10 +23,10 @@ import numpy as np
 
 from gittinseval.core.protocol import Request
 from gittinseval.live.run_state import RunState
-from gittinseval.live.run_store import RunStore, StoredRequest
+from gittinseval.live.run_store import AttemptOutcome, RunStore, StoredRequest
 from gittinseval.live.task import LiveTask
 
-__all__ = ["UnbilledCalls", "replay", "unbilled_calls"]
+__all__ = ["UnbilledCalls", "replay", "settle_lost", "unbilled_calls"]
 
 UnbilledCalls = Callable[[int, np.ndarray], int]
 """``unbilled(arm, examples)``: how many of the examples' requests of the arm a scorer knows were not billed to a
@@ -67,13 +67,19 @@ def replay(store: RunStore, state: RunState, unbilled: UnbilledCalls | None = No
         else:
             state.cancel(stored.arm)
     for lost in store.open_attempts():
-        free = 0 if unbilled is None else min(unbilled(lost.arm, lost.examples), lost.examples.size)
-        if free:
-            error = f"{LOST}; {free} of its requests were not billed (batch mode: not sent, or waiting in a batch)"
-            state.settle(state.requests[lost.arm], lost, "lost", {}, 0.0, lost.examples.size - free, error)
-        else:
-            state.settle(state.requests[lost.arm], lost, "lost", {}, None, 0, LOST)
+        settle_lost(state, lost, unbilled, LOST)
     state.hand_out_all_again()
+
+
+def settle_lost(state: RunState, lost: AttemptOutcome, unbilled: UnbilledCalls | None, error: str) -> float:
+    """Settle the call ``lost`` (its outcome unknown) with ``error``: charged as expected but for its examples that
+    ``unbilled`` counts, charged nothing (their batch price is charged by the call that collects them).  Returns
+    its charge."""
+    free = 0 if unbilled is None else min(unbilled(lost.arm, lost.examples), lost.examples.size)
+    if free:
+        error = f"{error}; {free} of its requests were not billed (batch mode: not sent, or waiting in a batch)"
+        return state.settle(state.requests[lost.arm], lost, "lost", {}, 0.0, lost.examples.size - free, error)
+    return state.settle(state.requests[lost.arm], lost, "lost", {}, None, 0, error)
 
 
 def _reselected(request: Request | None, stored: StoredRequest, path: Path | None) -> Request:

@@ -121,8 +121,9 @@ class LiveTask:
             data-specific prior serves ``prior=specific``).
         name: names the default store.
         costs_by_mode: expected dollars per example of each arm in each way a task can call its model, e.g.
-            a chat task's ``{"chat": [...], "batch": [...]}`` (the second at batch prices, when its prices have
-            them); ``costs`` is the run's own.  The dry run states the estimate of each.
+            a chat task's ``{"chat": [...], "batch": [...]}`` (the second at batch prices; when its prices have
+            none, the error that names the model without one); ``costs`` is the run's own.  The dry run states the
+            estimate of each, or why it has none.
     """
 
     arms: Sequence[Any]
@@ -133,7 +134,7 @@ class LiveTask:
     binary: bool = False
     benchmark: Benchmark | None = None
     name: str = "task"
-    costs_by_mode: dict[str, list[float]] | None = None
+    costs_by_mode: dict[str, list[float] | str] | None = None
 
 
 @dataclass(frozen=True)

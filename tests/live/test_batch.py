@@ -178,6 +178,64 @@ def test_failed_lines_are_classified_as_failed_calls_and_a_failed_batch_stops_th
         server.close()
 
 
+def test_a_cancelled_batch_charges_the_lines_that_ran_and_a_batch_over_the_token_limit_is_retried(examples):
+    """The lines of a cancelled batch answered before its cancellation are scored and charged at the batch price, the
+    others fail the call; a batch failed on the enqueued-token limit is a transient failure, free."""
+    server = server_of(examples)
+    arm = ARMS[1]
+    try:
+        task = batch_task(server.base_url, examples)
+        server.batches.line_plan = ["ok", "cancelled"]
+        with pytest.raises(Exception, match="the batch cancelled") as cancelled:
+            asyncio.run(task.score_fn(arm, examples[:2]))
+        assert type(cancelled.value).__name__ == "NonRetryableError" and cancelled.value.scores == [1.0, None]
+        assert server.batch_billed and cancelled.value.cost == pytest.approx(server.cost_of_calls(), rel=1e-12)
+        server.batches.fail_batches, server.batches.fail_code = 1, "token_limit_exceeded"
+        with pytest.raises(Exception, match=r"the batch failed \(token_limit_exceeded") as queued:
+            asyncio.run(task.score_fn(arm, examples[2:3]))
+        assert type(queued.value).__name__ == "TransientError" and queued.value.cost == 0
+    finally:
+        server.close()
+
+
+def test_a_batch_the_provider_no_longer_knows_is_dropped_with_a_warning_and_submitted_again(examples, caplog):
+    server = server_of(examples, delay=60)  # the first job never ends: its call is abandoned while it polls
+    arm = ARMS[1]
+    try:
+        task = batch_task(server.base_url, examples)
+        with pytest.raises(asyncio.TimeoutError):
+            asyncio.run(asyncio.wait_for(task.score_fn(arm, examples[:2]), 0.5))
+        (gone,) = server.batches.batches
+        del server.batches.batches[gone]  # the provider forgot it: its poll answers 404
+        server.batches.delay = DELAY
+        with caplog.at_level("WARNING"), pytest.raises(Exception, match="not found") as forgotten:
+            asyncio.run(task.score_fn(arm, examples[:2]))
+        assert type(forgotten.value).__name__ == "TransientError" and forgotten.value.cost == 0
+        assert f"batch {gone}: the provider no longer knows it (HTTP 404)" in caplog.text
+        scores, _ = asyncio.run(task.score_fn(arm, examples[:2]))  # the retry submits its requests again
+        assert list(scores) == [1.0, 1.0] and server.batches.created == 2
+    finally:
+        server.close()
+
+
+def test_two_calls_asking_the_same_requests_at_once_submit_them_once(examples):
+    """Both find nothing pending and upload a file; journaling it checks again in the same transaction, so the second
+    finds the first's lines, creates no batch, and collects them from the first's: the bill counts each request once."""
+    server = server_of(examples)
+    try:
+        task = batch_task(server.base_url, examples)
+
+        async def both():
+            return await asyncio.gather(*(task.score_fn(ARMS[1], examples[:2]) for _ in range(2)))
+
+        (first, first_usage), (second, second_usage) = asyncio.run(both())
+    finally:
+        server.close()
+    assert list(first) == list(second) == [1.0, 1.0]
+    assert server.batches.created == 1 and set(submitted(server).values()) == {1}
+    assert first_usage.cost + second_usage.cost == pytest.approx(server.cost_of_calls(), rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("settings", "match"),
     [

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from gittinseval.live import OpenAIChatScorer, chat_task
 from gittinseval.live.dry_run import dry_run_report
 from gittinseval.live.task import LiveTask
 
@@ -87,3 +88,36 @@ def test_the_arms_column_is_called_name_as_in_the_status_table():
             if line.strip().startswith("arm ")
         ]
         assert len(headers) == 1 and headers[0][:2] == ["arm", "name"]
+
+
+class ModeScorer(CountingScorer):
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+
+
+def by_mode_lines(report):
+    return report.split("estimates by mode (task.score_fn.mode):\n")[1].splitlines()[:2]
+
+
+def test_the_run_mode_is_marked_by_its_mode_even_at_equal_prices_and_a_mode_without_estimate_says_why():
+    costs = [1e-5, 2e-5, 7e-5]
+    task = make_task(costs)
+    for mode in ("chat", "batch"):
+        equal = LiveTask(task.arms, task.examples, ModeScorer(mode), costs, costs_by_mode={"chat": costs,
+                                                                                           "batch": costs})
+        marked = [line.split(":")[0].strip() for line in by_mode_lines(dry_run_report(equal, 1.0, 4))]
+        assert marked == [f"{m} (this run)" if m == mode else m for m in ("chat", "batch")]
+    why = "model 'openai/gpt-4o' has no batch price: give it batch_input and batch_output"
+    unpriced = LiveTask(task.arms, task.examples, ModeScorer("chat"), costs, costs_by_mode={"chat": costs,
+                                                                                            "batch": why})
+    assert by_mode_lines(dry_run_report(unpriced, 1.0, 4))[1] == f"  batch: no estimate ({why})"
+
+
+def test_a_chat_task_in_chat_mode_names_the_model_without_a_batch_price():
+    prices = {"openai/gpt-4o-mini": {"input": 0.15, "output": 0.6, "batch_input": 0.075, "batch_output": 0.3},
+              "openai/gpt-4o": {"input": 2.5, "output": 10.0}}
+    scorer = OpenAIChatScorer("http://127.0.0.1:1/v1", prices, api_key_env=None)
+    task = chat_task(ARMS, make_task().examples, scorer)
+    batch = by_mode_lines(dry_run_report(task, 1.0, 4))[1]
+    assert batch.startswith("  batch: no estimate (prices: model 'openai/gpt-4o' has no batch price: give it")

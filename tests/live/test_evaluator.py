@@ -13,6 +13,7 @@ from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import PosteriorReport
 from gittinseval.core.session import RunSettings
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, ScoringError, evaluate
+from gittinseval.live.replay import unbilled_calls
 from gittinseval.utils.validation import ConfigError
 from tests.conftest import binary_benchmark
 
@@ -376,3 +377,26 @@ def test_a_store_refuses_to_resume_under_another_objective(bench, tmp_path):
     other = LiveConfig(policy=GittinsPolicy(B, 1e-3), store=store, objective=Objective("value", mu=0.1))
     with pytest.raises(ValueError, match="objective"):
         Evaluator(task_of(bench), other)
+
+
+class WaitingInABatch:
+    """A scorer whose every request waits in a batch, unbilled (``unbilled``), as a batch-mode chat scorer's may."""
+
+    def __call__(self, arm, examples):
+        raise AssertionError("never called: the caller scores")
+
+    def unbilled(self, arm, examples):
+        return len(examples)
+
+
+def test_calls_abandoned_or_lost_are_charged_nothing_for_requests_no_batch_billed(bench, tmp_path):
+    """A second Ctrl-C (abandon_calls) and a store reopened by from_store charge a lost call as a resume with the
+    task does: $0 for the requests waiting in a batch (charged their batch price when collected), not as expected."""
+    store = tmp_path / "run.sqlite"
+    task = replace(task_of(bench), score_fn=WaitingInABatch())
+    with Evaluator(task, LiveConfig(policy=GittinsPolicy(B, 1e-3), store=store)) as evaluator:
+        evaluator.start_attempt(evaluator.ask())
+        assert evaluator.abandon_calls() == 1 and evaluator.spent == 0
+        evaluator.start_attempt(evaluator.ask())  # in flight when the session ends
+    with Evaluator.from_store(store, unbilled_calls(task)) as reopened:
+        assert reopened.spent == 0 and reopened.attempt_counts["lost"] == 2

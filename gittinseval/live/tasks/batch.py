@@ -13,19 +13,26 @@ Each reply is read and graded as in chat mode and charged at the model's batch p
 for (:mod:`gittinseval.live.batch_journal`): a request whose line is pending in a job (this run's, or one killed
 before it collected it) is collected from that job, never submitted again.
 
-Failed lines are classified as failed calls are in chat mode, unbilled: a line whose response is HTTP 429 or 5xx
-is a :class:`~gittinseval.live.TransientError` (the driver retries it: a new job), any other status a
-:class:`~gittinseval.live.NonRetryableError`; a line that expired (the batch ended ``expired`` before it ran) is
-retried or stops the run as ``batch.expired`` says; a batch that failed its validation, or was cancelled, stops
-the run; a line missing from a completed batch's files, or whose reply cannot be read, stops it too, charged as
-expected (it may have been billed).  An upload, creation or poll that fails is classified as the chat request
-would be, at no charge, and its lines stay journaled: the retry polls the same batch.
+Failed lines are classified as failed calls are in chat mode, unbilled: a line whose response is HTTP 429 (not of a
+spent quota, ``insufficient_quota``) or 5xx is a :class:`~gittinseval.live.TransientError` (the driver retries it: a
+new job), any other status a :class:`~gittinseval.live.NonRetryableError`; a line that expired (the batch ended
+``expired`` before it ran) is retried or stops the run as ``batch.expired`` says; a batch that failed on the
+provider's limit of enqueued tokens (``token_limit_exceeded``) is retried, one that failed otherwise (its
+validation) stops the run; of a cancelled batch, the lines answered before the cancellation are charged and
+graded as a completed batch's, and the others stop the run; a line missing from a completed batch's files, or
+whose reply cannot be read, stops it too, charged as expected once (it may have been billed), however many
+examples asked its request.  An upload, creation or poll that fails is classified as the chat request
+would be, at no charge, and its lines stay journaled: the retry polls the same batch; but a batch the provider no
+longer knows (its poll answers HTTP 404) is dropped from the journal, with a warning naming it, and its lines are
+submitted again by the retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -46,6 +53,8 @@ if TYPE_CHECKING:
     from gittinseval.live.tasks.providers import Endpoint
 
 __all__ = ["EXPIRED_ACTIONS", "MODES", "BatchCalls", "BatchSettings"]
+
+log = logging.getLogger(__name__)
 
 MODES = ("chat", "batch")
 """The chat scorer's modes: a request per example, or a Batch API job per scoring call."""
@@ -163,16 +172,24 @@ class BatchCalls:
 
     async def _submit(self, client: openai.AsyncOpenAI, endpoint: Endpoint,
                       bodies: dict[str, dict[str, Any]]) -> dict[str, PendingLine]:
-        """Upload the bodies as one file, journal it, create its batch and journal that: the new pending lines."""
-        lines = [(key, f"request-{number}") for number, key in enumerate(bodies)]
-        content = "".join(json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL,
-                                      "body": bodies[key]}) + "\n" for key, custom_id in lines)
-        uploaded = await _call(client.files.create(file=("gittinseval-batch.jsonl", content.encode()),
-                                                   purpose="batch"))
-        # Journaled before the batch exists: a run killed from here on finds the file, and its batch if created.
-        job = self.journal.record_file(endpoint.base_url, uploaded.id, lines)
-        batch_id = await self._create(client, job, uploaded.id)
-        return {key: PendingLine(job, uploaded.id, batch_id, custom_id) for key, custom_id in lines}
+        """Upload the bodies as one file, journal it, create its batch and journal that: the pending lines of the
+        bodies, new, or journaled meanwhile by another call or process (then the others are uploaded again)."""
+        found: dict[str, PendingLine] = {}
+        while bodies:
+            lines = [(key, f"request-{number}") for number, key in enumerate(bodies)]
+            content = "".join(json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL,
+                                          "body": bodies[key]}) + "\n" for key, custom_id in lines)
+            uploaded = await _call(client.files.create(file=("gittinseval-batch.jsonl", content.encode()),
+                                                       purpose="batch"))
+            # Journaled before the batch exists: a run killed from here on finds the file, and its batch if created.
+            job, elsewhere = self.journal.record_file(endpoint.base_url, uploaded.id, lines)
+            if job is None:  # its file, never made a batch, is left unused (an upload is not billed)
+                found.update(elsewhere)
+                bodies = {key: body for key, body in bodies.items() if key not in elsewhere}
+                continue
+            batch_id = await self._create(client, job, uploaded.id)
+            return found | {key: PendingLine(job, uploaded.id, batch_id, custom_id) for key, custom_id in lines}
+        return found
 
     async def _create(self, client: openai.AsyncOpenAI, job: int, file_id: str) -> str:
         """The batch of the job's file, created and journaled; a refused creation takes the job out of the journal
@@ -206,7 +223,7 @@ class BatchCalls:
                 batch_id = await self._create(client, job, line.file_id)
             else:
                 self.journal.record_batch(job, batch_id)
-        while (batch := await _call(client.batches.retrieve(batch_id))).status not in ENDED:
+        while (batch := await self._retrieved(client, job, batch_id)).status not in ENDED:
             await asyncio.sleep(self.settings.poll_seconds)
         results = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
@@ -218,6 +235,20 @@ class BatchCalls:
                     raise NonRetryableError(f"batch {batch_id}: its file {file_id} is not JSONL ({error})") from None
                 results.update((result.get("custom_id"), result) for result in lines if isinstance(result, dict))
         return batch, results
+
+    async def _retrieved(self, client: openai.AsyncOpenAI, job: int, batch_id: str) -> Any:
+        """The job's batch as the provider has it now; one it no longer knows (HTTP 404) is dropped from the journal,
+        with a warning, and is a free transient failure: the retry submits its lines again."""
+        try:
+            return await client.batches.retrieve(batch_id)
+        except openai.NotFoundError:
+            self.journal.drop_job(job)
+            log.warning("batch %s: the provider no longer knows it (HTTP 404); its requests are submitted again",
+                        batch_id)
+            raise TransientError(f"batch {batch_id}: not found (HTTP 404); its requests are submitted again",
+                                 cost=0.0) from None
+        except openai.APIError as error:
+            raise _classified(error) from None
 
     @staticmethod
     async def _batch_of(client: openai.AsyncOpenAI, file_id: str) -> str | None:
@@ -237,13 +268,14 @@ class BatchCalls:
         charged for it, the others served it again at $0); see the module docstring for the classes of failure."""
         where = f"{where}, batch {batch.id} line {line.custom_id}"
         response = (result or {}).get("response") or {}
-        if batch.status in ("completed", "expired") and response.get("status_code") == 200:
+        # A cancelled batch's lines that ran before the cancellation are answered and billed as a completed one's.
+        if batch.status in ("completed", "expired", "cancelled") and response.get("status_code") == 200:
             try:
                 reply = ChatCompletion.model_construct(**response["body"])
             except (TypeError, KeyError) as error:
-                self.journal.take(key, line.job)
-                return [NonRetryableError(f"{where}: unparseable reply ({error!r})", cost=0.0, uncosted=1)] * len(
-                    examples)
+                taken = self.journal.take(key, line.job)
+                failure = NonRetryableError(f"{where}: unparseable reply ({error!r})", cost=0.0, uncosted=int(taken))
+                return _charged_once(failure, len(examples))
             # Taken once: a line another call collected first was charged there.
             taken = self.journal.take(key, line.job)
             first = scorer._answered(reply, where, price, examples[0], request, cache_key) if taken else None
@@ -251,24 +283,38 @@ class BatchCalls:
                 _again(scorer._answered(reply, where, FREE, example, None, None)) for example in examples[taken:]
             ]
         self.journal.drop([(key, line.job)])  # a failed line is submitted anew by a retry
-        return [self._failure(batch, response, (result or {}).get("error") or {}, where)] * len(examples)
+        return _charged_once(self._failure(batch, response, (result or {}).get("error") or {}, where), len(examples))
 
     def _failure(self, batch: Any, response: dict, error: dict, where: str) -> ScoringError:
         """The classified failure of a line without a reply."""
-        if batch.status in ("failed", "cancelled"):
-            errors = getattr(getattr(batch, "errors", None), "data", None) or []
-            why = "; ".join(f"{e.code}: {e.message}" for e in errors) or "no reason given"
-            return NonRetryableError(f"{where}: the batch {batch.status} ({why})", cost=0.0)
+        errors = getattr(getattr(batch, "errors", None), "data", None) or []
+        why = "; ".join(f"{e.code}: {e.message}" for e in errors) or "no reason given"
+        if batch.status == "failed":
+            # The provider's limit of tokens enqueued at once frees up as other batches end: worth a retry.
+            queued = any(getattr(e, "code", None) == "token_limit_exceeded" for e in errors)
+            return (TransientError if queued else NonRetryableError)(f"{where}: the batch failed ({why})", cost=0.0)
         if error.get("code") == "batch_expired":
             kind = TransientError if self.settings.expired == "retry" else NonRetryableError
             return kind(f"{where}: expired before it ran (batch.expired: {self.settings.expired})", cost=0.0)
         if status := response.get("status_code"):
-            message = ((response.get("body") or {}).get("error") or {}).get("message", "")
-            kind = TransientError if status == 429 or status >= 500 else NonRetryableError
-            return kind(f"{where}: HTTP {status}: {message}", cost=0.0)
+            body_error = (response.get("body") or {}).get("error") or {}
+            # As in chat mode: a 429 of a spent quota would only come again.
+            rate_limited = status == 429 and body_error.get("code") != "insufficient_quota"
+            kind = TransientError if rate_limited or status >= 500 else NonRetryableError
+            return kind(f"{where}: HTTP {status}: {body_error.get('message', '')}", cost=0.0)
+        if batch.status == "cancelled":  # a line that did not run before the cancellation
+            return NonRetryableError(f"{where}: the batch cancelled ({why})", cost=0.0)
         if error:
             return NonRetryableError(f"{where}: {error.get('code')}: {error.get('message')}", cost=0.0)
         return NonRetryableError(f"{where}: no result in the batch's files", cost=0.0, uncosted=1)
+
+
+def _charged_once(failure: ScoringError, positions: int) -> list[ScoringError]:
+    """The failure of one line for each of the ``positions`` that asked its request: the calls it may have cost
+    (``uncosted``) counted at the first only, as the line is billed once."""
+    again = copy.copy(failure)
+    again.uncosted = 0
+    return [failure] + [again] * (positions - 1)
 
 
 def _again(outcome: Outcome | ScoringError) -> Outcome | ScoringError:

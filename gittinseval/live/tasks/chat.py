@@ -80,7 +80,7 @@ def chat_task(
     name: str = "chat",
 ) -> LiveTask:
     """A live task on a chat endpoint: expected costs from ``score_fn.prices`` (its batch prices in ``mode:
-    batch``; the task's ``costs_by_mode`` has both, for the dry run) and the
+    batch``; the task's ``costs_by_mode`` has both, for the dry run, or why not) and the
     expected token counts (see :func:`expected_chat_costs`), and
     ``tokens_per_example = prompt_tokens + completion_tokens`` (with
     ``completion_tokens=None``, the arms' mean ``max_tokens``).  The scorer numbers the examples' samples in
@@ -100,9 +100,10 @@ def chat_task(
     by_mode = {"chat": expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens)}
     try:
         by_mode["batch"] = expected_chat_costs(arms, score_fn.prices, prompt_tokens, completion_tokens, batch=True)
-    except ValueError:
+    except ValueError as error:
         if score_fn.mode == "batch":  # a model without a batch price: the error names it
             raise
+        by_mode["batch"] = str(error)  # the dry run says why it has no batch estimate
     return LiveTask(
         arms=list(arms),
         examples=list(examples),

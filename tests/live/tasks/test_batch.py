@@ -1,12 +1,16 @@
 """Batch mode's settings, the key a request is journaled by, and how a failed job call is classified (the runs
 against the fake server's Batch API: tests/live/test_batch.py)."""
 
+from types import SimpleNamespace
+
 import httpx
 import openai
 import pytest
 
+from gittinseval.live.batch_journal import BatchJournal
 from gittinseval.live.failures import NonRetryableError, TransientError
-from gittinseval.live.tasks.batch import BatchSettings, _classified, journal_key
+from gittinseval.live.response_cache import ResponseCache
+from gittinseval.live.tasks.batch import FREE, BatchCalls, BatchSettings, _classified, journal_key
 from gittinseval.live.tasks.providers import Endpoint
 
 
@@ -41,3 +45,43 @@ def test_a_failed_upload_creation_or_poll_is_classified_as_a_chat_request_and_fr
         assert type(failure) is kind and failure.cost == 0.0 and str(failure).startswith(f"creating: HTTP {code}")
     spent = status(429, {"code": "insufficient_quota"})
     assert type(_classified(spent)) is NonRetryableError
+
+
+def failed_batch(status, *codes):
+    return SimpleNamespace(id="batch_1", status=status,
+                           errors=SimpleNamespace(data=[SimpleNamespace(code=c, message="why") for c in codes]))
+
+
+def test_a_line_or_batch_failure_is_classified_as_in_chat_mode():
+    """A line's 429 of a spent quota stops the run (it would only come again), another 429 is retried; a batch that
+    failed on the provider's enqueued-token limit is retried (the limit frees up), any other failed batch stops it."""
+    calls = BatchCalls(BatchSettings(), None)
+
+    def line(code):
+        response = {"status_code": 429, "body": {"error": {"code": code, "message": "no"}}}
+        return calls._failure(failed_batch("completed"), response, {}, "here")
+
+    assert type(line("insufficient_quota")) is NonRetryableError and type(line("rate_limit_exceeded")) is TransientError
+    queued = calls._failure(failed_batch("failed", "token_limit_exceeded"), {}, {}, "here")
+    assert type(queued) is TransientError and "token_limit_exceeded: why" in str(queued)
+    assert type(calls._failure(failed_batch("failed", "invalid_request"), {}, {}, "here")) is NonRetryableError
+
+
+def test_a_line_that_fails_unpriced_is_charged_once_whatever_the_positions_asking_its_request(tmp_path):
+    """A line missing from its batch's files, or whose reply cannot be read, may have been billed once: the first
+    position asking its request counts it (``uncosted``), the others nothing; a line another call took, nothing."""
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    journal = BatchJournal(cache)
+    calls = BatchCalls(BatchSettings(), journal)
+    ended = failed_batch("completed")
+    try:
+        for result in (None, {"response": {"status_code": 200}}):  # no result; a reply without a body
+            job, _ = journal.record_file("http://x/v1", "file-1", [("k", "request-0")])
+            line = journal.pending(["k"])["k"]
+            failures = calls._outcomes(None, "k", line, ended, result, "here", FREE, [{}, {}, {}], None, None)
+            assert [f.uncosted for f in failures] == [1, 0, 0]
+        assert [f.uncosted for f in calls._outcomes(None, "k", line, ended, result, "here", FREE, [{}], None,
+                                                    None)] == [0]  # taken by the call above
+        assert job == line.job
+    finally:
+        cache.close()
