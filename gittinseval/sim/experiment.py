@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 import subprocess
@@ -55,6 +56,10 @@ LATER_SETTINGS = {
 # The repository of a clone (or an editable install), and the paths whose changes change results.
 CODE_ROOT = Path(__file__).resolve().parents[2]
 CODE_PATHS = ("gittinseval", "conf", "pyproject.toml")
+
+RECORDED_PACKAGES = ("torch", "botorch", "gpytorch", "numpy", "scipy")
+"""The packages whose versions a run records beside its commit: a run's numbers depend on them too (a BO
+baseline's fitted GPs, the roots' FFTs), so one commit run on two machines can differ."""
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +165,18 @@ def code_commit(root: Path = CODE_ROOT) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{sha}-dirty" if dirty else sha
+
+
+@functools.cache
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`RECORDED_PACKAGES` (``None`` for one not installed)."""
+    versions: dict[str, str | None] = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def finished_run(output_dir: str | Path, digest: str) -> RunResult | None:
@@ -337,6 +354,7 @@ def run_experiment(
     result = simulate_config(cfg)
     result.summary["config_digest"] = digest
     result.summary["commit"] = commit
+    result.summary["packages"] = package_versions()
     result.save(output_dir)
     logger.log_run(result, OmegaConf.to_container(cfg, resolve=True), output_dir, name=name, group=group)
     summary = result.summary

@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import botorch
+import gpytorch
 import numpy as np
 import pytest
+import scipy
+import torch
 from hydra import compose, initialize_config_dir
 
 import gittinseval.sim.experiment as experiment_module
@@ -249,14 +253,17 @@ def test_a_run_held_by_any_store_of_a_list_is_skipped_and_a_bad_entry_is_named(s
 
 
 def test_a_store_made_before_a_summary_field_reads_and_takes_rows_that_have_it(tmp_path):
-    """stop_wall_time_s came after the timing stores: they read without it, and a store of old and new rows gives
-    the old ones None."""
-    old = read_store(CODE_ROOT / "docs" / "results" / "timing_main.parquet")[:2]
-    assert all("stop_wall_time_s" not in row.summary for row in old)
+    """stop_wall_time_s and packages came after the MMLU timing store: it reads without them, and a store of old and
+    new rows gives the old ones None."""
+    old = read_store(CODE_ROOT / "docs" / "results" / "timing.parquet")[:2]
+    assert all("stop_wall_time_s" not in row.summary and "packages" not in row.summary for row in old)
     new = copy.deepcopy(old[0])
-    new.summary |= {"config_digest": "f" * 64, "stop_wall_time_s": 0.25}
+    versions = {"torch": "2.13.0+cpu", "botorch": None}
+    new.summary |= {"config_digest": "f" * 64, "stop_wall_time_s": 0.25, "packages": versions}
     export_rows([*old, new], tmp_path / "mixed.parquet")
-    assert [row.summary["stop_wall_time_s"] for row in read_store(tmp_path / "mixed.parquet")] == [None, None, 0.25]
+    mixed = read_store(tmp_path / "mixed.parquet")
+    assert [row.summary["stop_wall_time_s"] for row in mixed] == [None, None, 0.25]
+    assert [row.summary["packages"] for row in mixed] == [None, None, versions]
 
 
 def test_the_store_path_does_not_change_the_digest():
@@ -314,9 +321,15 @@ def test_a_job_of_trials_with_one_run_missing_is_launched_and_makes_only_that_ru
     assert ran.parent.name == "seed=2" and json.loads(ran.read_text())["seed"] == 2
 
 
-def test_a_run_records_the_commit_of_its_code(tmp_path):
+def test_a_run_records_the_commit_of_its_code_and_the_versions_of_the_packages_its_numbers_depend_on(tmp_path):
     run_experiment(compose_config("benchmark.subject=abstract_algebra", "budget=0.003", "logger=none"), tmp_path)
-    recorded = json.loads((tmp_path / "summary.json").read_text())["commit"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    recorded = summary["commit"]
+    # Each package's own version string, read by the package, not from the installed metadata.
+    assert summary["packages"] == {
+        "torch": torch.__version__, "botorch": botorch.__version__, "gpytorch": gpytorch.__version__,
+        "numpy": np.__version__, "scipy": scipy.__version__,
+    }
     head = subprocess.run(["git", "-C", str(CODE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode:
         assert recorded is None  # not a git clone (an installed wheel)
