@@ -15,7 +15,7 @@ import pytest
 from gittinseval.live import RunStore, Usage
 from gittinseval.live.export import store_tables
 from gittinseval.live.fake_server import COMPLETION_TOKENS, FakeChatServer
-from gittinseval.live.tasks.chat import _reasoning_tokens
+from gittinseval.live.tasks.replies import _reasoning_tokens
 from tests.live.test_ledger import ARMS, PRICES, PROMPT_TOKENS, answers, run
 
 REASONING = 50

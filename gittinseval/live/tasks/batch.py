@@ -43,10 +43,9 @@ from openai.types.chat import ChatCompletion
 
 from gittinseval.live.batch_journal import BatchJournal, PendingLine
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
-from gittinseval.live.rate_limits import retry_after
 from gittinseval.live.response_cache import ResponseCacheError, cache_request, request_key
 from gittinseval.live.tasks.prices import ModelPrice
-from gittinseval.live.tasks.replies import Outcome
+from gittinseval.live.tasks.replies import Outcome, status_failure
 
 if TYPE_CHECKING:
     from gittinseval.live.tasks.chat import OpenAIChatScorer
@@ -335,7 +334,4 @@ def _classified(error: openai.APIError, doing: str = "") -> ScoringError:
     (none of them is billed): a connection error, HTTP 429 (not of a spent quota) or 5xx is transient."""
     if not isinstance(error, openai.APIStatusError):
         return TransientError(f"{doing}{error} ({error.__cause__!r})", cost=0.0)
-    rate_limited = error.status_code == 429 and error.code != "insufficient_quota"
-    kind = TransientError if rate_limited or error.status_code >= 500 else NonRetryableError
-    wait = retry_after(error.response.headers) if rate_limited else None
-    return kind(f"{doing}HTTP {error.status_code}: {error.message}", cost=0.0, retry_after=wait)
+    return status_failure(error, doing)

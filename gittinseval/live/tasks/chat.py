@@ -22,7 +22,7 @@ import openai
 
 from gittinseval.live.batch_journal import BatchJournal
 from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError, is_transient
-from gittinseval.live.rate_limits import RateLimiter, WaitClock, retry_after
+from gittinseval.live.rate_limits import RateLimiter, WaitClock
 from gittinseval.live.response_cache import (
     CACHE_MODES,
     CachedReply,
@@ -38,7 +38,7 @@ from gittinseval.live.tasks.graders import FirstWord, GraderFn, grade
 from gittinseval.live.tasks.prices import ModelPrice, Prices, load_prices
 from gittinseval.live.tasks.prompts import PromptTemplate, chat_messages, example_field
 from gittinseval.live.tasks.providers import ENDPOINT_KEYS, Endpoint, Providers
-from gittinseval.live.tasks.replies import _reasoning_tokens, outcome_bill, reply_usage  # noqa: F401 - re-exported
+from gittinseval.live.tasks.replies import outcome_bill, reply_usage, status_failure
 from gittinseval.live.tasks.scoring import bundled_prices
 from gittinseval.live.usage import Usage
 from gittinseval.utils.errors import UsageError
@@ -447,11 +447,7 @@ class OpenAIChatScorer:
             sent = type(error.__cause__).__name__ not in ("ConnectError", "ConnectTimeout")
             return TransientError(f"{where}: {error} ({error.__cause__!r})", cost=0.0, uncosted=int(sent))
         except openai.APIStatusError as error:
-            # A 429 is retried after the wait it asks for, unless its quota is spent (it would only come again).
-            rate_limited = error.status_code == 429 and error.code != "insufficient_quota"
-            kind = TransientError if rate_limited or error.status_code >= 500 else NonRetryableError
-            wait = retry_after(error.response.headers) if rate_limited else None
-            return kind(f"{where}: HTTP {error.status_code}: {error.message}", cost=0.0, retry_after=wait)
+            return status_failure(error, f"{where}: ")
         except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
             return NonRetryableError(f"{where}: unparseable reply ({error})", cost=0.0, uncosted=1)
         return self._answered(response, where, price, example, request, key)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gittinseval.live.failures import NonRetryableError, ScoringError
+import openai
 
-__all__ = ["outcome_bill", "reply_usage"]
+from gittinseval.live.failures import NonRetryableError, ScoringError, TransientError
+from gittinseval.live.rate_limits import retry_after
+
+__all__ = ["outcome_bill", "reply_usage", "status_failure"]
 
 Outcome = tuple[float, float, int, int, int, bool]
 """A scored example: ``(score, dollars, prompt tokens, completion tokens, reasoning tokens, cached)``."""
@@ -61,3 +64,13 @@ def outcome_bill(
         return usage.dollars[0], usage.tokens_in[0], usage.tokens_out[0], usage.tokens_reasoning[0], usage.cached[0]
     tokens = None if outcome.uncosted else 0
     return outcome.cost, tokens, tokens, tokens, False
+
+
+def status_failure(error: openai.APIStatusError, where: str) -> ScoringError:
+    """An HTTP error answer classified, free (nothing was billed): a 429 (not of a spent quota,
+    ``insufficient_quota``, which would only come again) or a 5xx is transient, retried after the wait the 429 asks
+    for; any other status stops the run.  ``where`` prefixes the message."""
+    rate_limited = error.status_code == 429 and error.code != "insufficient_quota"
+    kind = TransientError if rate_limited or error.status_code >= 500 else NonRetryableError
+    wait = retry_after(error.response.headers) if rate_limited else None
+    return kind(f"{where}HTTP {error.status_code}: {error.message}", cost=0.0, retry_after=wait)

@@ -2,8 +2,12 @@
 
 from types import SimpleNamespace
 
+import httpx
+import openai
+import pytest
+
 from gittinseval.live.failures import NonRetryableError, TransientError
-from gittinseval.live.tasks.replies import outcome_bill, reply_usage
+from gittinseval.live.tasks.replies import outcome_bill, reply_usage, status_failure
 
 
 def reply(usage, content="4."):
@@ -32,3 +36,20 @@ def test_the_bill_of_an_outcome_a_scored_one_a_billed_failure_and_one_of_unknown
     assert outcome_bill((1.0, 0.5, 10, 5, 2, False)) == (0.5, 10, 5, 2, False)
     assert outcome_bill(TransientError("refused", cost=0.0)) == (0.0, 0, 0, 0, False)
     assert outcome_bill(NonRetryableError("no usage", cost=0.0, uncosted=1)) == (0.0, None, None, None, False)
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "kind", "wait"),
+    [
+        (429, None, TransientError, 2.0),  # retried after the wait the provider asks for
+        (429, "insufficient_quota", NonRetryableError, None),  # a spent quota would only come again
+        (503, None, TransientError, None),
+        (400, None, NonRetryableError, None),
+    ],
+)
+def test_an_http_error_answer_is_classified_free_and_named(status, code, kind, wait):
+    response = httpx.Response(status, headers={"retry-after": "2"}, request=httpx.Request("POST", "http://h/v1"))
+    error = openai.APIStatusError("refused", response=response, body=None if code is None else {"code": code})
+    failure = status_failure(error, "somewhere: ")
+    assert type(failure) is kind and failure.cost == 0.0 and failure.retry_after == wait
+    assert str(failure).startswith(f"somewhere: HTTP {status}: refused")
