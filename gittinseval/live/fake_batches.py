@@ -55,6 +55,7 @@ class FakeBatches:
         self.line_plan: list[Any] = []
         self.fail_batches = 0
         self.fail_code = "invalid_request"
+        self.creation_seconds = 0.0  # how long a POST /v1/batches takes to answer (a slow provider)
         self.created = 0
         self.retrieved: Counter[str] = Counter()
         self.lines: list[tuple[str, dict[str, Any]]] = []
@@ -72,6 +73,8 @@ class FakeBatches:
 
     def post(self, path: str, content_type: str, raw: bytes) -> tuple[int, Any]:
         """``(status, JSON answer)`` of a POST to ``/v1/files`` or ``/v1/batches``."""
+        if path == "/v1/batches":
+            time.sleep(self.creation_seconds)  # outside the lock: the server answers other requests meanwhile
         with self._lock:
             if path == "/v1/files":
                 # The multipart body as an email message: the standard library's parser of MIME parts.

@@ -236,6 +236,30 @@ def test_two_calls_asking_the_same_requests_at_once_submit_them_once(examples):
     assert first_usage.cost + second_usage.cost == pytest.approx(server.cost_of_calls(), rel=1e-12)
 
 
+def test_a_call_that_finds_a_batch_still_being_created_waits_for_it_instead_of_creating_another(examples):
+    """The provider is slow to create the first call's batch: the second call finds the lines journaled with no batch
+    yet, and must wait for the creation in flight, not take the job for one whose run died and create a second batch
+    of the same file (two bills)."""
+    server = server_of(examples)
+    server.batches.creation_seconds = 0.5
+    try:
+        task = batch_task(server.base_url, examples)
+
+        async def both():
+            first = asyncio.ensure_future(task.score_fn(ARMS[1], examples[:2]))
+            while not server.batches.files:  # the first call's file is uploaded; its batch is being created
+                await asyncio.sleep(0.01)
+            second = await task.score_fn(ARMS[1], examples[:2])
+            return await first, second
+
+        (first, first_usage), (second, second_usage) = asyncio.run(both())
+    finally:
+        server.close()
+    assert list(first) == list(second) == [1.0, 1.0]
+    assert server.batches.created == 1
+    assert first_usage.cost + second_usage.cost == pytest.approx(server.cost_of_calls(), rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("settings", "match"),
     [

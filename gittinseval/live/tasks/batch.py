@@ -114,6 +114,9 @@ class BatchCalls:
     def __init__(self, settings: BatchSettings, journal: BatchJournal) -> None:
         self.settings = settings
         self.journal = journal
+        # Jobs whose batch a call of this process is creating: another call that finds their lines pending with no
+        # batch journaled yet awaits that creation instead of creating a second batch of the same file.
+        self._creating: dict[int, asyncio.Future[str]] = {}
 
     def count_unbilled(self, endpoint: Endpoint, model: str, settings: Mapping[str, Any],
                        messages: Sequence[list[dict[str, str]]], samples: Sequence[int]) -> int:
@@ -193,14 +196,24 @@ class BatchCalls:
     async def _create(self, client: openai.AsyncOpenAI, job: int, file_id: str) -> str:
         """The batch of the job's file, created and journaled; a refused creation takes the job out of the journal
         (its file would be refused again)."""
+        creating = self._creating[job] = asyncio.get_running_loop().create_future()
         try:
             batch = await _call(client.batches.create(input_file_id=file_id, endpoint=CHAT_URL,
                                                       completion_window=self.settings.completion_window))
-        except NonRetryableError:
-            self.journal.drop_job(job)
+        except asyncio.CancelledError:
+            creating.cancel()
             raise
+        except Exception as error:
+            if isinstance(error, NonRetryableError):
+                self.journal.drop_job(job)
+            creating.set_exception(error)  # a call awaiting this creation fails as this one does
+            creating.exception()  # retrieved here, so that a future no call awaited is not logged as unretrieved
+            raise
+        finally:
+            del self._creating[job]
         # Journaled before it is polled: a run killed from here on polls the same batch.
         self.journal.record_batch(job, batch.id)
+        creating.set_result(batch.id)
         return batch.id
 
     async def _collect(self, client: openai.AsyncOpenAI, jobs: dict[int, PendingLine]) -> dict[int, tuple[Any, dict]]:
@@ -216,6 +229,8 @@ class BatchCalls:
     async def _ended(self, client: openai.AsyncOpenAI, job: int, line: PendingLine) -> tuple[Any, dict[str, dict]]:
         """The job's batch once ended, and its results by ``custom_id``."""
         batch_id = line.batch_id
+        if batch_id is None and job in self._creating:  # another call of this run is creating it
+            batch_id = await asyncio.shield(self._creating[job])
         if batch_id is None:
             # The run that uploaded the file ended before it journaled a batch: it may have created one.
             if (batch_id := await self._batch_of(client, line.file_id)) is None:
