@@ -53,6 +53,28 @@ def binary_benchmark(n_arms: int, n_examples: int, seed: int, prices=(0.5, 1.0, 
     return Benchmark("toy", scores, prices=rng.choice(prices, size=n_arms))
 
 
+class _Built(Exception):
+    """Raised in place of a live run's evaluation, once its task and settings are built."""
+
+
+def built_live_run(cfg, output_dir):
+    """``(task, config)``: the :class:`~gittinseval.live.LiveTask` and :class:`~gittinseval.live.LiveConfig` that
+    ``run_live(cfg, output_dir)`` builds from the composed config and would evaluate (it evaluates nothing here)."""
+    from unittest import mock
+
+    built = []
+
+    async def record(task, config):
+        built.extend((task, config))
+        raise _Built
+
+    with mock.patch("gittinseval.live.app.evaluate_async", record), pytest.raises(_Built):
+        from gittinseval.live.app import run_live
+
+        run_live(cfg, output_dir)
+    return tuple(built)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 FILE_HEADER = re.compile(r"# ([\w./-]+\.\w+)$")
 

@@ -7,11 +7,14 @@ import json
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from gittinseval.core.cost_learning import CostLearning
+from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import evaluate_async
@@ -31,14 +34,8 @@ DEFAULT_STORE = "outputs/live/{task}_{policy}_{cost}_seed{seed}.sqlite"
 ``policy`` and ``cost`` groups (:func:`default_store`)."""
 
 
-def _build_task(cfg: DictConfig) -> LiveTask:
-    """``cfg.task`` with the costs of ``cfg.cost``; ``cfg.task.name`` becomes the built task's name, and a
-    ``store`` left to the task (``null``) its :func:`default_store`.
-
-    The default store is named after the task, whose name a task config may leave to the task
-    (``name: null``: an inspect task's own name) and so is known only now: written back here, it
-    gives every task a default store of its own, and the config that W&B records shows it.
-    """
+def _task_config(cfg: DictConfig) -> DictConfig:
+    """``cfg.task``, refused in one line when it has no ``_target_`` (nothing would build it)."""
     if "_target_" not in cfg.task:
         raise UsageError(
             f"task{_choice('task')} has no _target_, so nothing builds the task: begin its file with "
@@ -46,14 +43,23 @@ def _build_task(cfg: DictConfig) -> LiveTask:
             "gittinseval.live.tasks.inspect_task.inspect_task), or extend a bundled task with "
             "defaults: [openai_chat, _self_]"
         )
-    task = instantiate(cfg.task)
+    return cfg.task
+
+
+def _name_run(cfg: DictConfig, task: Any) -> None:
+    """Check that ``cfg.task`` built a :class:`LiveTask`, and write its name to ``cfg.task.name`` and a
+    ``store`` left to the task (``null``) as its :func:`default_store`.
+
+    The default store is named after the task, whose name a task config may leave to the task
+    (``name: null``: an inspect task's own name) and so is known only now: written back here, it
+    gives every task a default store of its own, and the config that W&B records shows it.
+    """
     if not isinstance(task, LiveTask):
         raise ValueError(f"task must instantiate a gittinseval.live.LiveTask, got {type(task).__name__}")
     with open_dict(cfg), open_dict(cfg.task):
         cfg.task.name = task.name
         if cfg.get("store") is None and HydraConfig.initialized():  # a dry run needs no store: composed alone, none
             cfg.store = default_store(cfg)
-    return replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
 
 
 def default_store(cfg: DictConfig) -> str:
@@ -73,7 +79,9 @@ def _choice(group: str) -> str:
 def dry_run(cfg: DictConfig) -> str:
     """``dry_run=true``: the arms with their labels, the expected dollars, the exhaustive cost and what the
     budget buys (:func:`~gittinseval.live.dry_run.dry_run_report`), without any call, store or log."""
-    task = _build_task(cfg)
+    task = instantiate(_task_config(cfg))
+    _name_run(cfg, task)
+    task = replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
     if isinstance(task.costs, str) and task.costs == UNIT:
         raise ValueError("dry_run=true estimates dollars, and cost=unit counts examples: use cost=aware")
     # The default batch is cut to a task of fewer examples, as the run cuts it (resolve_batch_size).
@@ -85,18 +93,46 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     """Instantiate ``cfg.task`` with the costs of ``cfg.cost``, build the :class:`LiveConfig` of
     the rest once, and evaluate to ``cfg.budget_usd``.
 
-    Resumes from ``cfg.store`` when it exists.  Writes ``summary.json`` and
-    ``status.txt`` (the top arms) to ``output_dir``; a W&B logger writes its
-    run there too.
+    This is where a composed config becomes the typed task and settings: the modules below get
+    those, never the config.  Resumes from ``cfg.store`` when it exists.  Writes ``summary.json``
+    and ``status.txt`` (the top arms) to ``output_dir``; a W&B logger writes its run there too.
     """
-    task = _build_task(cfg)
+    task = instantiate(_task_config(cfg))
+    _name_run(cfg, task)
+    task = replace(task, costs=instantiate(cfg.cost).live_costs(task.costs))
     if cfg.get("store") is None:
         default_store(cfg)  # outside a Hydra app: its error says to give store=
     output_dir = Path(output_dir)
-    config = LiveConfig.from_hydra(cfg, task.benchmark, output_dir)
+    config = LiveConfig(
+        budget_usd=cfg.budget_usd,
+        policy=instantiate(cfg.policy),
+        prior=instantiate(cfg.prior).resolve(task.benchmark),  # prior=specific reads the task's benchmark
+        seed=cfg.seed,
+        store=cfg.store,
+        fork=cfg.fork,
+        concurrency=cfg.concurrency,
+        stop_at_signal=cfg.stop_at_signal,
+        certificate=cfg.certificate,
+        stop_when=cfg.stop_when,
+        learn_costs=None if cfg.learn_costs is None else CostLearning(**cfg.learn_costs),
+        max_retries=cfg.max_retries,
+        retry_backoff=cfg.retry_backoff,
+        progress=cfg.progress,
+        logger=instantiate(cfg.logger),
+        log_config=OmegaConf.to_container(cfg, resolve=True),
+        log_dir=output_dir,
+        objective=Objective.from_config(cfg.get("objective")),
+    )
     output_dir.mkdir(parents=True, exist_ok=True)
     result = asyncio.run(evaluate_async(task, config))
-    summary = {"task": task.name, **result.summary()}
+    _write_outcome(task.name, config, result, output_dir)
+    return result
+
+
+def _write_outcome(task_name: str, config: LiveConfig, result: LiveResult, output_dir: Path) -> None:
+    """Write ``summary.json`` and ``status.txt`` of a finished run to ``output_dir``, and log its warnings and
+    its one-line outcome: the stop, the spend, the recommendation (or the failure) and the store."""
+    summary = {"task": task_name, **result.summary()}
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (output_dir / "status.txt").write_text(status_text(result.ledger_line(), result.warnings, result.status))
     for warning in result.warnings:
@@ -113,7 +149,6 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     )
     if result.certificate is not None:
         log.info("certificate of %s: %s", rec.label, result.certificate.format())
-    return result
 
 
 def _recommendation_figures(rec: Recommendation) -> str:

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
 
 from gittinseval.core.certificate import CertificateSettings
 from gittinseval.core.confidence_stop import ConfidenceStop
@@ -18,7 +16,6 @@ from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy, Request
-from gittinseval.data import Benchmark
 from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_float, positive_int
 
 __all__ = ["LiveConfig"]
@@ -28,7 +25,7 @@ __all__ = ["LiveConfig"]
 class LiveConfig:
     """Everything about a live run but the task: the policy and its prior, the money, the store and the driving.
 
-    Built once, from a composed ``gittinseval-live`` config (:meth:`from_hydra`) or
+    Built once, from a composed ``gittinseval-live`` config (:func:`~gittinseval.live.app.run_live`) or
     from Python arguments, and handed unchanged to :func:`~gittinseval.live.evaluate_async`
     and :class:`~gittinseval.live.Evaluator`.  Every value is checked here, when the
     object is built, and nowhere else.
@@ -133,31 +130,3 @@ class LiveConfig:
     def run_store(self) -> Path | None:
         """The store this run reads and writes: the fork if there is one, else ``store``."""
         return self.store if self.fork is None else self.fork
-
-    @classmethod
-    def from_hydra(cls, cfg: DictConfig, benchmark: Benchmark | None, output_dir: str | Path) -> LiveConfig:
-        """The settings of a composed ``gittinseval-live`` config (``conf/live.yaml``).
-
-        ``benchmark``: the response matrix the task replays, if any (``prior=specific``
-        reads its prior); ``output_dir``: the run's folder, where a W&B run goes.
-        """
-        return cls(
-            budget_usd=cfg.budget_usd,
-            policy=instantiate(cfg.policy),
-            prior=instantiate(cfg.prior).resolve(benchmark),
-            seed=cfg.seed,
-            store=cfg.store,
-            fork=cfg.fork,
-            concurrency=cfg.concurrency,
-            stop_at_signal=cfg.stop_at_signal,
-            certificate=cfg.certificate,
-            stop_when=cfg.stop_when,
-            learn_costs=None if cfg.learn_costs is None else CostLearning(**cfg.learn_costs),
-            max_retries=cfg.max_retries,
-            retry_backoff=cfg.retry_backoff,
-            progress=cfg.progress,
-            logger=instantiate(cfg.logger),
-            log_config=OmegaConf.to_container(cfg, resolve=True),
-            log_dir=Path(output_dir),
-            objective=Objective.from_config(cfg.get("objective")),
-        )

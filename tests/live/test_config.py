@@ -1,5 +1,5 @@
 """The settings of a live run (gittinseval.live.config): checked and normalised once when built, from Python
-arguments or from a composed ``gittinseval-live`` config."""
+arguments or from a composed ``gittinseval-live`` config (by gittinseval.live.app.run_live)."""
 
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from gittinseval.core.priors import BenchmarkPrior, GaussianPrior
 from gittinseval.data import load_mmlu
 from gittinseval.live.config import LiveConfig
 from gittinseval.sim.loggers import NullLogger
+from tests.conftest import built_live_run
 
 
 def test_the_defaults_are_gittinseval_under_the_general_prior_with_the_anytime_statement():
@@ -78,7 +79,7 @@ def test_a_composed_config_gives_the_settings_it_names(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name=LIVE_CONFIG_NAME, overrides=overrides)
     benchmark = load_mmlu(cfg.task.benchmark.subject)
-    config = LiveConfig.from_hydra(cfg, benchmark, tmp_path / "run")
+    _, config = built_live_run(cfg, tmp_path / "run")
     assert isinstance(config.policy, UCBEPolicy) and config.policy.batch_size == 4
     mean, var = benchmark.specific_prior
     assert (config.prior.mean, config.prior.var) == (mean, var)  # prior=specific read from the task's benchmark

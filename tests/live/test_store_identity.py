@@ -20,7 +20,7 @@ from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.params import target_of
 from gittinseval.live import Evaluator, LiveConfig, LiveTask, MatrixScorer, RunStore, matrix_task
 from gittinseval.live.tasks.scoring import bundled_prices, read_jsonl
-from tests.conftest import binary_benchmark
+from tests.conftest import binary_benchmark, built_live_run
 
 
 def compose_live(*overrides):
@@ -30,10 +30,7 @@ def compose_live(*overrides):
 
 def open_store(tmp_path, *overrides):
     """An evaluator of the composed live config on its store (no call is made), closed at once."""
-    cfg = compose_live(*overrides)
-    task = instantiate(cfg.task)
-    task.costs = instantiate(cfg.cost).live_costs(task.costs)
-    Evaluator(task, LiveConfig.from_hydra(cfg, task.benchmark, tmp_path / "run")).close()
+    Evaluator(*built_live_run(compose_live(*overrides), tmp_path / "run")).close()
 
 
 CHAT = ["task=openai_chat"]
