@@ -35,12 +35,14 @@ linked; and the prior's upper tail is a smooth extrapolation (see the spline pri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from gittinseval.core.certificate import Certificate, check_arm, open_unit_interval
 from gittinseval.core.certificate_models.attribute_prior import AttributePrior, has_shared_attributes
+from gittinseval.core.certificate_models.binary_rows import BinaryRows
 from gittinseval.core.certificate_models.lattice import (
     Lattice,
     RowData,
@@ -139,8 +141,8 @@ class EmpiricalBayesModel:
         self._cells_at_fit = -1
         self._fits = 0
         self._last_ceiling: tuple[tuple[int, int, float, int], np.ndarray, np.ndarray, np.ndarray, float] | None = None
-        self._row_cache_key: tuple[int, float] | None = None
-        self._row_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._table_key: tuple[int, float, int] | None = None
+        self._table: BinaryRows | None = None
 
     # ------------------------------------------------------------------ public API
     def certify(
@@ -235,26 +237,19 @@ class EmpiricalBayesModel:
 
     def _exact_eps_best(self, observed: ObservedCells, arm: int, eps: float) -> float:
         if observed.binary:
-            return self._eps_best_from_cached_rows(observed, arm, eps_steps(self._lattice_for(observed), eps))
+            # The rows of the arms observed since the last check are recomputed, the others kept: O(K X) additions
+            # instead of K posteriors.
+            steps = eps_steps(self._lattice_for(observed), eps)
+            table = self._binary_table(observed, steps)
+            ones = np.rint(observed.score_sum).astype(np.int64)
+            table.refresh(ones, observed.n_seen, partial(self._binary_rows, steps))
+            return table.eps_best(arm)
         posterior = self.posterior(observed)
         row = posterior.row_of_arm[arm]
         _, prob = win_probabilities(
             posterior.rows, posterior.counts, eps_steps(posterior.lattice, eps), posterior.lattice.binary, [row]
         )
         return float(prob[0])
-
-    def _eps_best_from_cached_rows(self, observed: ObservedCells, arm: int, steps: float) -> float:
-        """The exact sum ``sum_i p_arm(x_i) prod_{j != arm} F_j(x_i + eps)`` (0/1 scores) from the rows of the row
-        cache, so that a run's checks compute only the rows of the arms observed since the last one: ``O(K X)``
-        additions instead of ``K`` posteriors.  The same sum as :func:`~.lattice.win_probabilities`, added up in
-        another order."""
-        arms = np.arange(observed.n_arms)
-        rows = self._cached_rows(arms, np.asarray(observed.score_sum, dtype=np.float64), observed.n_seen, steps)
-        total = np.zeros(self._lattice.size)
-        for other, (_, log_cdf) in enumerate(rows):
-            if other != arm:
-                total += log_cdf  # every term <= 0: -inf stays -inf, never inf - inf
-        return float(np.clip(rows[arm][0] @ np.exp(total), 0.0, 1.0))
 
     def _matches(self, observed: ObservedCells) -> bool:
         """Whether the lattice and the prior are those of ``observed``'s benchmark (examples, score kind,
@@ -285,7 +280,10 @@ class EmpiricalBayesModel:
         score_sum = np.asarray(observed.score_sum[arms], dtype=np.float64)
         n_seen = counts[arms].astype(np.int64)
         if lattice.binary:
-            post, log_cdf = self._binary_rows(arms, score_sum, n_seen, steps)
+            table = self._binary_table(observed, steps)
+            ones = np.rint(observed.score_sum).astype(np.int64)
+            table.refresh(ones, observed.n_seen, partial(self._binary_rows, steps), arms)
+            post, log_cdf = table.post[arms], table.log_cdf[arms]
         else:
             data = RowData(score_sum, n_seen, self._dispersion(observed)[arms])
             post = lattice.posterior(lattice.log_likelihood(data), self._log_prior_rows(arms))
@@ -294,37 +292,26 @@ class EmpiricalBayesModel:
         self._last_ceiling = ((id(observed), arm, eps, self._fits), arms, n_seen, score_sum, ceiling)
         return ceiling
 
-    def _binary_rows(
-        self, arms: np.ndarray, score_sum: np.ndarray, n_seen: np.ndarray, steps: float
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``[C, X]`` posterior rows and their :func:`log_cdf_at_eps` of 0/1 ``arms`` with these data, under the
-        last fit's prior, from a cache of the rows of each ``(R, n)`` (and arm, with attributes: each arm has its
-        own prior), kept while the fit and ``eps`` are."""
-        rows = self._cached_rows(arms, score_sum, n_seen, steps)
-        return np.stack([row[0] for row in rows]), np.stack([row[1] for row in rows])
+    def _binary_table(self, observed: ObservedCells, steps: float) -> BinaryRows:
+        """The rows of every 0/1 arm under the last fit's prior (:class:`BinaryRows`), kept while the fit, ``eps`` and
+        the arms are."""
+        key = (self._fits, steps, observed.n_arms)
+        if self._table is None or self._table_key != key:
+            shared = self._attributes is None  # exchangeable arms with the same data share a row
+            self._table = BinaryRows(observed.n_arms, self._lattice.size, shared_prior=shared)
+            self._table_key = key
+        return self._table
 
-    def _cached_rows(
-        self, arms: np.ndarray, score_sum: np.ndarray, n_seen: np.ndarray, steps: float
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``(posterior row, its log_cdf_at_eps)`` of each 0/1 arm of ``arms``, from the cache of :meth:`_binary_rows`
-        (the rows missing from it computed and added)."""
-        key = (self._fits, steps)
-        if self._row_cache_key != key:
-            self._row_cache_key, self._row_cache = key, {}
-        cache = self._row_cache
-        ones = np.rint(score_sum).astype(np.int64)
-        own_prior = np.asarray(arms) if self._attributes is not None else np.zeros(len(arms), dtype=np.int64)
-        wanted = list(zip(ones.tolist(), n_seen.tolist(), own_prior.tolist(), strict=True))
-        missing = sorted(set(wanted) - cache.keys())
-        if missing:
-            lattice = self._lattice
-            new_ones, new_seen, new_arms = (np.array(column) for column in zip(*missing, strict=True))
-            data = RowData(new_ones.astype(np.float64), new_seen, np.ones(len(missing)))
-            log_prior = self._log_prior_rows(new_arms if self._attributes is not None else None)
-            post = lattice.posterior(lattice.log_likelihood(data), log_prior)
-            log_cdf = log_cdf_at_eps(post, steps, binary=True)
-            cache.update(zip(missing, zip(post, log_cdf, strict=True), strict=True))
-        return [cache[item] for item in wanted]
+    def _binary_rows(
+        self, steps: float, arms: np.ndarray, ones: np.ndarray, n_seen: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``[A, X]`` posterior rows of 0/1 ``arms`` with ``ones`` and ``n_seen`` observed, under the last fit's prior
+        (with attributes each arm has its own), and their :func:`log_cdf_at_eps`."""
+        lattice = self._lattice
+        data = RowData(ones.astype(np.float64), n_seen, np.ones(len(arms)))
+        log_prior = self._log_prior_rows(arms if self._attributes is not None else None)
+        post = lattice.posterior(lattice.log_likelihood(data), log_prior)
+        return post, log_cdf_at_eps(post, steps, binary=True)
 
     def recommend(self, observed: ObservedCells, kappa: float = 1.0) -> int:
         """The arm with the largest posterior mean minus ``kappa`` posterior standard deviations (lowest index
@@ -359,7 +346,7 @@ class EmpiricalBayesModel:
 
     def _refit_if_due(self, observed: ObservedCells) -> None:
         if not self._matches(observed) or self._refit_due(int(observed.n_seen.sum())):
-            self.fit(observed)
+            self._fit(observed)
 
     def _refit_due(self, cells: int) -> bool:
         """Whether the prior is to be refitted with ``cells`` observed: none yet, fewer cells than at the last fit
@@ -370,7 +357,10 @@ class EmpiricalBayesModel:
     def fit(self, observed: ObservedCells) -> np.ndarray:
         """Refit the prior now; returns the lattice log-prior: ``[X]``, or ``[K, X]`` (unnormalised) with
         attributes."""
-        observed = _check_observed(observed)
+        self._fit(_check_observed(observed))
+        return self._log_prior_rows().copy()
+
+    def _fit(self, observed: ObservedCells) -> None:
         lattice = self._lattice_for(observed)
         if self._attributes is not None:
             # The attribute prior is fitted from the arms' sums and counts: no lattice likelihood needed.
@@ -379,7 +369,6 @@ class EmpiricalBayesModel:
             data, _, counts = self._rows(observed, lattice)
             self._refit(observed, lattice.log_likelihood(data), data, counts)
         self._cells_at_fit = int(observed.n_seen.sum())
-        return self._log_prior_rows().copy()
 
     def _refit(
         self, observed: ObservedCells, log_lik: np.ndarray | None, data: RowData | None, counts: np.ndarray | None
