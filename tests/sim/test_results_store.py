@@ -253,9 +253,9 @@ def test_a_run_held_by_any_store_of_a_list_is_skipped_and_a_bad_entry_is_named(s
 
 
 def test_a_store_made_before_a_summary_field_reads_and_takes_rows_that_have_it(tmp_path):
-    """stop_wall_time_s and packages came after the MMLU timing store: it reads without them, and a store of old and
-    new rows gives the old ones None."""
-    old = read_store(CODE_ROOT / "docs" / "results" / "timing.parquet")[:2]
+    """stop_wall_time_s and packages came after the store of the paper's main grid: it reads without them, and a store
+    of old and new rows gives the old ones None."""
+    old = read_store(CODE_ROOT / "docs" / "results" / "main.parquet")[:2]
     assert all("stop_wall_time_s" not in row.summary and "packages" not in row.summary for row in old)
     new = copy.deepcopy(old[0])
     versions = {"torch": "2.13.0+cpu", "botorch": None}
