@@ -36,7 +36,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -48,10 +48,10 @@ from gittinseval.live.tasks.prices import ModelPrice
 from gittinseval.live.tasks.replies import Outcome, status_failure
 
 if TYPE_CHECKING:
-    from gittinseval.live.tasks.chat import OpenAIChatScorer
+    from gittinseval.live.rate_limits import RateLimiter
     from gittinseval.live.tasks.providers import Endpoint
 
-__all__ = ["EXPIRED_ACTIONS", "MODES", "BatchCalls", "BatchSettings"]
+__all__ = ["EXPIRED_ACTIONS", "MODES", "BatchCalls", "BatchSettings", "ChatRequests"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,26 @@ def journal_key(endpoint: Endpoint, model: str, messages: list[dict[str, str]], 
     return request_key(cache_request("always", endpoint.base_url, model, messages, settings, sample))
 
 
+class ChatRequests(Protocol):
+    """The request-level steps of the chat scorer (:class:`~gittinseval.live.tasks.chat.OpenAIChatScorer`) that
+    batch mode shares with a request per example: what a request sends, the response cache, the provider's
+    client, and the graded and cached outcome of a reply."""
+
+    def request_fields(self, arm: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def cached_request(
+        self, endpoint: Endpoint, model: str, messages: list[dict[str, str]], fields: Mapping[str, Any],
+        example: Mapping[str, Any], sample: int,
+    ) -> tuple[dict[str, Any] | None, str | None, tuple | ScoringError | None]: ...
+
+    def connection(self, endpoint: Endpoint) -> tuple[openai.AsyncOpenAI, RateLimiter]: ...
+
+    def answered(
+        self, response: Any, where: str, price: ModelPrice, example: Mapping[str, Any], request: dict[str, Any] | None,
+        key: str | None,
+    ) -> tuple[float, float, int, int, int, bool] | ScoringError: ...
+
+
 class BatchCalls:
     """The scoring calls of a chat scorer in batch mode: jobs submitted, journaled, polled and collected."""
 
@@ -128,7 +148,7 @@ class BatchCalls:
 
     async def score(
         self,
-        scorer: OpenAIChatScorer,
+        scorer: ChatRequests,
         endpoint: Endpoint,
         arm: Mapping[str, Any],
         price: ModelPrice,
@@ -138,20 +158,20 @@ class BatchCalls:
     ) -> list[Outcome | ScoringError]:
         """The outcome of each example: a cache hit, else its line's reply (of a new job, or of the job that has
         it pending), graded and billed at ``price``, or its classified failure."""
-        model, settings = arm["model"], scorer._fields(arm)
+        model, settings = arm["model"], scorer.request_fields(arm)
         where = f"{endpoint.base_url}/batches for model {model!r}"
         outcomes: list[Outcome | ScoringError | None] = [None] * len(examples)
         asked: dict[str, list[int]] = {}  # journal key -> positions: a request asked twice is one line
         cached = {}
         for position, (chat, example, sample) in enumerate(zip(messages, examples, samples, strict=True)):
-            request, key, hit = scorer._cached(endpoint, model, chat, settings, example, sample)
+            request, key, hit = scorer.cached_request(endpoint, model, chat, settings, example, sample)
             if hit is not None:
                 outcomes[position] = hit
                 continue
             line_key = journal_key(endpoint, model, chat, settings, sample)
             asked.setdefault(line_key, []).append(position)
             cached[line_key] = (request, key)
-        client = scorer._connection(endpoint)[0]
+        client = scorer.connection(endpoint)[0]
         try:
             pending = self.journal.pending(asked)
             new = [key for key in asked if key not in pending]
@@ -275,7 +295,7 @@ class BatchCalls:
             raise _classified(error, "listing the batches: ") from None
         return None
 
-    def _outcomes(self, scorer: OpenAIChatScorer, key: str, line: PendingLine, batch: Any, result: dict | None,
+    def _outcomes(self, scorer: ChatRequests, key: str, line: PendingLine, batch: Any, result: dict | None,
                   where: str, price: ModelPrice, examples: list[Mapping[str, Any]], request: dict | None,
                   cache_key: str | None) -> list[Outcome | ScoringError]:
         """The outcome of one line of an ended batch for each of the ``examples`` that asked its request (the first
@@ -292,9 +312,9 @@ class BatchCalls:
                 return _charged_once(failure, len(examples))
             # Taken once: a line another call collected first was charged there.
             taken = self.journal.take(key, line.job)
-            first = scorer._answered(reply, where, price, examples[0], request, cache_key) if taken else None
+            first = scorer.answered(reply, where, price, examples[0], request, cache_key) if taken else None
             return [first] * (first is not None) + [
-                _again(scorer._answered(reply, where, FREE, example, None, None)) for example in examples[taken:]
+                _again(scorer.answered(reply, where, FREE, example, None, None)) for example in examples[taken:]
             ]
         self.journal.drop([(key, line.job)])  # a failed line is submitted anew by a retry
         return _charged_once(self._failure(batch, response, (result or {}).get("error") or {}, where), len(examples))

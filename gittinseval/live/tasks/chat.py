@@ -297,7 +297,7 @@ class OpenAIChatScorer:
         """The name of the arm's provider, in the run's spend per provider: its ``base_url``."""
         return self.providers.label(self.providers.endpoint(arm))
 
-    def _connection(self, endpoint: Endpoint) -> tuple[openai.AsyncOpenAI, RateLimiter]:
+    def connection(self, endpoint: Endpoint) -> tuple[openai.AsyncOpenAI, RateLimiter]:
         """The client (a connection pool) and the limiter of the endpoint's provider in the running loop: one of
         each per provider and loop, as a pool cannot outlive the loop it was opened in, nor a limiter's waiters."""
         loop = asyncio.get_running_loop()
@@ -370,12 +370,12 @@ class OpenAIChatScorer:
         try:
             messages, samples = self._requests(arm, examples)
             endpoint = self.providers.endpoint(arm)
-            return self.batch.count_unbilled(endpoint, arm["model"], self._fields(arm), messages, samples)
+            return self.batch.count_unbilled(endpoint, arm["model"], self.request_fields(arm), messages, samples)
         except (NonRetryableError, ValueError):  # an unreadable journal included: charged as expected, money-safe
             return 0
 
     @staticmethod
-    def _fields(arm: Mapping[str, Any]) -> dict[str, Any]:
+    def request_fields(arm: Mapping[str, Any]) -> dict[str, Any]:
         """The arm's request settings, sent as fields of the request's body."""
         return {key: value for key, value in arm.items() if key not in REQUEST_KEYS}
 
@@ -432,12 +432,12 @@ class OpenAIChatScorer:
         example's sample index, in the cache key above temperature 0.  The request waits for its provider's limits
         before it is sent."""
         model = arm["model"]
-        fields = self._fields(arm)
+        fields = self.request_fields(arm)
         where = f"{endpoint.base_url}/chat/completions for model {model!r}"
-        request, key, hit = self._cached(endpoint, model, messages, fields, example, sample)
+        request, key, hit = self.cached_request(endpoint, model, messages, fields, example, sample)
         if hit is not None:
             return hit
-        client, limiter = self._connection(endpoint)
+        client, limiter = self.connection(endpoint)
         # Only a request that is sent waits: a cache hit above costs its provider nothing.
         await limiter.acquire(self._expected_tokens(arm, messages), self.limit_waits)
         try:
@@ -450,9 +450,9 @@ class OpenAIChatScorer:
             return status_failure(error, f"{where}: ")
         except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
             return NonRetryableError(f"{where}: unparseable reply ({error})", cost=0.0, uncosted=1)
-        return self._answered(response, where, price, example, request, key)
+        return self.answered(response, where, price, example, request, key)
 
-    def _cached(
+    def cached_request(
         self, endpoint: Endpoint, model: str, messages: list[dict[str, str]], fields: Mapping[str, Any],
         example: Mapping[str, Any], sample: int,
     ) -> tuple[dict[str, Any] | None, str | None, tuple | ScoringError | None]:
@@ -465,7 +465,7 @@ class OpenAIChatScorer:
         bill = (0.0, stored.tokens_in, stored.tokens_out, stored.tokens_reasoning, True)
         return request, key, self._graded(stored.reply, example, bill)
 
-    def _answered(
+    def answered(
         self, response: Any, where: str, price: ModelPrice, example: Mapping[str, Any], request: dict[str, Any] | None,
         key: str | None,
     ) -> tuple[float, float, int, int, int, bool] | ScoringError:
