@@ -239,11 +239,7 @@ class EmpiricalBayesModel:
         if observed.binary:
             # The rows of the arms observed since the last check are recomputed, the others kept: O(K X) additions
             # instead of K posteriors.
-            steps = eps_steps(self._lattice_for(observed), eps)
-            table = self._binary_table(observed, steps)
-            ones = np.rint(observed.score_sum).astype(np.int64)
-            table.refresh(ones, observed.n_seen, partial(self._binary_rows, steps))
-            return table.eps_best(arm)
+            return self._binary_table(observed, eps_steps(self._lattice_for(observed), eps)).eps_best(arm)
         posterior = self.posterior(observed)
         row = posterior.row_of_arm[arm]
         _, prob = win_probabilities(
@@ -280,9 +276,7 @@ class EmpiricalBayesModel:
         score_sum = np.asarray(observed.score_sum[arms], dtype=np.float64)
         n_seen = counts[arms].astype(np.int64)
         if lattice.binary:
-            table = self._binary_table(observed, steps)
-            ones = np.rint(observed.score_sum).astype(np.int64)
-            table.refresh(ones, observed.n_seen, partial(self._binary_rows, steps), arms)
+            table = self._binary_table(observed, steps, arms)
             post, log_cdf = table.post[arms], table.log_cdf[arms]
         else:
             data = RowData(score_sum, n_seen, self._dispersion(observed)[arms])
@@ -292,14 +286,16 @@ class EmpiricalBayesModel:
         self._last_ceiling = ((id(observed), arm, eps, self._fits), arms, n_seen, score_sum, ceiling)
         return ceiling
 
-    def _binary_table(self, observed: ObservedCells, steps: float) -> BinaryRows:
-        """The rows of every 0/1 arm under the last fit's prior (:class:`BinaryRows`), kept while the fit, ``eps`` and
-        the arms are."""
+    def _binary_table(self, observed: ObservedCells, steps: float, arms: np.ndarray | None = None) -> BinaryRows:
+        """The rows of every 0/1 arm under the last fit's prior (:class:`BinaryRows`, kept while the fit, ``eps`` and
+        the arms are), those of ``arms`` (default all) brought up to ``observed``'s data."""
         key = (self._fits, steps, observed.n_arms)
         if self._table is None or self._table_key != key:
             shared = self._attributes is None  # exchangeable arms with the same data share a row
             self._table = BinaryRows(observed.n_arms, self._lattice.size, shared_prior=shared)
             self._table_key = key
+        ones = np.rint(observed.score_sum).astype(np.int64)
+        self._table.refresh(ones, observed.n_seen, partial(self._binary_rows, steps), arms)
         return self._table
 
     def _binary_rows(
