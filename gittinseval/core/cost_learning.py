@@ -117,9 +117,9 @@ class CostEstimator:
 
 @dataclass(frozen=True)
 class CostPlan:
-    """How a simulated policy plans its costs: the ``[K]`` ``guess`` it starts from, and ``learning``
-    (``None``: it keeps the guess); ``name`` is what the run's summary records (``cost_plan``)."""
+    """How a simulated policy plans its costs: the ``[K]`` ``guess`` it starts from (which the run's
+    ``learn_costs`` learns, :class:`~gittinseval.core.session.RunSettings`); ``name`` says how it was guessed,
+    as the run's summary records it (``cost_plan``)."""
 
     name: str
     guess: np.ndarray
-    learning: CostLearning | None = None

@@ -14,18 +14,21 @@ Every cost mode gives each arm's expected raw cost per example (``mode(benchmark
 (:meth:`cell_costs`): ``None`` charges each example its arm's expected cost, a
 ``[K, N]`` matrix charges each cell its own, as a live run charges each call's usage.
 A simulated policy plans with ``mode(benchmark)`` unless the mode's :meth:`plan` gives
-it other costs to start from (a guess) and whether to learn them from the cells charged
-(:class:`LearnedCellCost`).
+it other costs to start from (a guess, :class:`LearnedCellCost`), which the run learns from
+the cells charged by its ``learn_costs`` (:class:`~gittinseval.core.session.RunSettings`).
+A mode's ``guesses_costs`` says whether it plans with a guess, and so whether ``learn_costs``
+can change its runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from gittinseval.core.cost_learning import CostLearning, CostPlan
+from gittinseval.core.cost_learning import CostPlan
 from gittinseval.data import Benchmark
 from gittinseval.utils.validation import ConfigError, non_negative_float, non_negative_int, positive_float
 
@@ -37,6 +40,7 @@ class UnitCost:
     """Every example of every arm costs 1: spend counts evaluated cells."""
 
     name: str = "unit"
+    guesses_costs: ClassVar[bool] = False
 
     def __call__(self, benchmark: Benchmark) -> np.ndarray:
         return np.ones(benchmark.n_arms)
@@ -59,6 +63,7 @@ class PriceCost:
     """Each example costs the arm's raw price (the benchmark's price table)."""
 
     name: str = "aware"
+    guesses_costs: ClassVar[bool] = False
 
     def __call__(self, benchmark: Benchmark) -> np.ndarray:
         if benchmark.prices is None:
@@ -93,6 +98,7 @@ class CellCost:
     """
 
     name: str = "per_cell"
+    guesses_costs: ClassVar[bool] = False
 
     def __call__(self, benchmark: Benchmark) -> np.ndarray:
         return PriceCost()(benchmark) if benchmark.cell_costs is None else benchmark.prices
@@ -120,34 +126,27 @@ class CellCost:
 
 @dataclass(frozen=True)
 class LearnedCellCost(CellCost):
-    """:class:`CellCost`, with the policy starting from a guess of each arm's expected cost and learning it.
+    """:class:`CellCost`, with the policy starting from a guess of each arm's expected cost, which the run learns.
 
     The budget and the charges are those of ``cost=per_cell`` (the true expected costs and
     each cell's own cost).  The policy starts from a guess: each arm's true expected cost,
     except for a share ``misguessed_share`` of the arms, drawn at random for each run seed
     ``s`` (``numpy.random.default_rng((misguess_seed, s))``), whose guess is their cost
-    times ``misguess_factor`` or divided by it (each way with probability 1/2).  With
-    ``learn``, the simulator learns every arm's cost from the cells it is charged
-    (:class:`~gittinseval.core.cost_learning.CostEstimator`, with ``pseudo_count`` and
-    ``refresh_share``) and hands the policy the new costs when an estimate moves; without,
-    the policy keeps the guess.
+    times ``misguess_factor`` or divided by it (each way with probability 1/2).  The run
+    learns every arm's cost from the cells it is charged by its ``learn_costs``
+    (:class:`~gittinseval.core.session.RunSettings`; ``learn_costs=null``: the policy keeps the guess).
 
     Args:
         misguess_factor: ``f >= 1`` (1: the guess is the true expected cost of every arm).
         misguessed_share: the share of the arms guessed wrong, in ``[0, 1]``; rounded to a
             number of arms.
         misguess_seed: with the run's seed, the seed of which arms are misguessed and how.
-        learn: learn the costs from the charged cells.
-        pseudo_count, refresh_share: those of
-            :class:`~gittinseval.core.cost_learning.CostLearning` (used when ``learn``).
     """
 
     misguess_factor: float = 1.0
     misguessed_share: float = 0.5
     misguess_seed: int = 0
-    learn: bool = True
-    pseudo_count: float = 1.0
-    refresh_share: float = 0.1
+    guesses_costs: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if positive_float("misguess_factor", self.misguess_factor) < 1.0:
@@ -155,20 +154,13 @@ class LearnedCellCost(CellCost):
         if not 0.0 <= non_negative_float("misguessed_share", self.misguessed_share) <= 1.0:
             raise ConfigError(f"misguessed_share must be in [0, 1], got {self.misguessed_share!r}")
         non_negative_int("misguess_seed", self.misguess_seed)
-        object.__setattr__(self, "learn", bool(self.learn))
-        CostLearning(self.pseudo_count, self.refresh_share)  # a bad setting fails when the mode is built
-
-    @property
-    def learning(self) -> CostLearning | None:
-        """How the costs are learned, or ``None`` when they are not."""
-        return CostLearning(self.pseudo_count, self.refresh_share) if self.learn else None
 
     @property
     def plan_name(self) -> str:
-        """How the run plans its costs, as its summary records it (``cost_plan``) and curve labels show it."""
+        """How the costs are guessed, as the run's summary records it (``cost_plan``, with ``", learned"`` when the
+        run learns them) and curve labels show it."""
         factor, share = self.misguess_factor, self.misguessed_share
-        guess = "true" if factor == 1.0 or share == 0.0 else f"{factor:g}x off for {share:.0%}"
-        return guess + (", learned" if self.learning is not None else "")
+        return "true" if factor == 1.0 or share == 0.0 else f"{factor:g}x off for {share:.0%}"
 
     def guess(self, benchmark: Benchmark, seed: int) -> np.ndarray:
         """``[K]`` the guessed costs per example of a run of seed ``seed``."""
@@ -180,5 +172,5 @@ class LearnedCellCost(CellCost):
         return expected * factors
 
     def plan(self, benchmark: Benchmark, seed: int) -> CostPlan:
-        """The guess and the learning of a run of seed ``seed``."""
-        return CostPlan(self.plan_name, self.guess(benchmark, seed), self.learning)
+        """The guess of a run of seed ``seed``."""
+        return CostPlan(self.plan_name, self.guess(benchmark, seed))

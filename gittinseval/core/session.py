@@ -8,9 +8,9 @@ decides or states besides the policy's own choice of the next request is kept he
 - the posterior of the arms' full-benchmark means beside the policy
   (:class:`~gittinseval.core.posterior.FiniteBenchmarkPosterior`, under the run's prior and
   the policy's cell variance), and the observed cells (:class:`~gittinseval.core.observations.ObservedCells`);
-- learned costs: each batch's charge goes to a :class:`~gittinseval.core.cost_learning.CostEstimator`,
-  and the policy re-plans with the estimates before it observes the batch when one moves by
-  more than the refresh share;
+- learned costs: where the costs the policy plans with are a guess, each batch's charge goes to a
+  :class:`~gittinseval.core.cost_learning.CostEstimator`, and the policy re-plans with the estimates
+  before it observes the batch when one moves by more than the refresh share;
 - the objective: the recommendation is the policy's own, or, for an objective the policy does
   not follow itself, the objective's choice from the posterior; under ``value`` the certificate
   and the confidence stop are of ``Zbar_k + b_k`` (the posterior shifted by the offsets);
@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from gittinseval.core.anytime import AnytimeCertifier, EpsBestStatement
-from gittinseval.core.certificate import Certificate, CertificateSettings
+from gittinseval.core.certificate import Certificate, CertificateSettings, settings_from_mapping
 from gittinseval.core.certifiers import Certifier, certifier_for
 from gittinseval.core.confidence_stop import ConfidenceStop
 from gittinseval.core.cost_learning import CostEstimator, CostLearning
@@ -49,31 +49,41 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What a run states and recommends, for both drivers (config keys ``certificate``, ``stop_when``,
-    ``objective`` of ``conf/run_settings/default.yaml``, shared by ``gittinseval`` and ``gittinseval-live``).
+    """What a run states, recommends and learns, for both drivers (config keys ``certificate``, ``stop_when``,
+    ``objective`` and ``learn_costs`` of ``conf/run_settings/default.yaml``, shared by ``gittinseval`` and
+    ``gittinseval-live``).
 
     Attributes:
         certificate: the recommendation's certificate: level, eps, Monte Carlo samples, the posterior model
             (:data:`~gittinseval.core.certificate.CERTIFICATE_MODELS`) and the anytime statement.
         stop_when: the confidence stop (``None``: none).
         objective: what the run recommends.
+        learn_costs: how the costs the policy plans with are learned from what the run is charged, where they
+            are a guess: a live task's expected dollars per example, the simulator's ``cost=per_cell_learned``
+            (:class:`~gittinseval.core.cost_learning.CostEstimator`).  ``None``: the policy keeps the guess.  Known
+            costs are not learned: the simulator's other cost modes, a live task in examples or with reported costs.
     """
 
     certificate: CertificateSettings = field(default_factory=CertificateSettings)
     stop_when: ConfidenceStop | None = None
     objective: Objective = field(default_factory=Objective)
+    learn_costs: CostLearning | None = field(default_factory=CostLearning)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "certificate", CertificateSettings.of(self.certificate))
         object.__setattr__(self, "stop_when", ConfidenceStop.of(self.stop_when))
         if not isinstance(self.objective, Objective):
             object.__setattr__(self, "objective", Objective.from_config(self.objective))
+        if self.learn_costs is not None:
+            learning = settings_from_mapping(CostLearning, "learn_costs", self.learn_costs)
+            object.__setattr__(self, "learn_costs", learning)
 
     @classmethod
     def from_config(cls, cfg: Any) -> RunSettings:
-        """The settings of a composed config (either CLI's): its keys of the same names, absent keys at
-        their defaults."""
-        return cls(**{spec.name: cfg.get(spec.name) for spec in fields(cls) if cfg.get(spec.name) is not None})
+        """The settings of a composed config (either CLI's): its keys of the same names, absent keys at their
+        defaults (a ``null`` ``certificate`` or ``objective`` too; a ``null`` ``stop_when`` or ``learn_costs`` is
+        none)."""
+        return cls(**{spec.name: cfg.get(spec.name) for spec in fields(cls) if spec.name in cfg})
 
     @classmethod
     def defaults_as_config(cls) -> dict[str, Any]:
@@ -84,6 +94,7 @@ class RunSettings:
             "certificate": asdict(defaults.certificate),
             "stop_when": None,
             "objective": {"name": objective.name, "mu": objective.mu, "eps": objective.eps, "delta": objective.delta},
+            "learn_costs": asdict(defaults.learn_costs),
         }
 
 
@@ -103,8 +114,8 @@ class RunSession:
         seed: the policy's randomness.
         settings: the run's :class:`RunSettings` (``None``: the defaults).
         prices: ``[K]`` deployment prices, read by an objective other than ``accuracy``.
-        cost_learning: how the costs are learned from the charges (``None``: the policy keeps
-            ``problem.costs``).
+        guessed_costs: whether ``problem.costs`` are a guess, learned from the charges by ``settings.learn_costs``
+            (``False``: they are known, and the policy keeps them).
         attributes: ``[K, D]`` integer codes of the arms' attributes (a model, a prompt) that the certificate's
             prior may share between siblings (``None``: ``problem.features``); the policy does not see them.
 
@@ -112,7 +123,7 @@ class RunSession:
         posterior: the posterior of the full-benchmark means (of the accuracy; see
             :meth:`certified_posterior` for the value's).
         observed: every observed cell.
-        learned_costs: the cost estimator, or ``None``.
+        learned_costs: the cost estimator, or ``None`` (the costs are known, or ``settings.learn_costs`` is ``None``).
         certifier: the certificate's posterior model (:mod:`~gittinseval.core.certifiers`).  Under the ``value``
             objective it is the Gaussian surrogate's, whatever ``settings.certificate.model`` says: only that
             posterior shifts to the value ``Zbar_k + b_k`` (the certificate's ``model`` says which it is).
@@ -135,7 +146,7 @@ class RunSession:
         seed: int,
         settings: RunSettings | None = None,
         prices: ArrayLike | None = None,
-        cost_learning: CostLearning | None = None,
+        guessed_costs: bool = False,
         attributes: ArrayLike | None = None,
     ) -> None:
         self.policy = policy
@@ -156,7 +167,8 @@ class RunSession:
         )
         features = problem.features if attributes is None else np.asarray(attributes)
         self.observed = ObservedCells(n_arms, problem.n_examples, binary=problem.binary, features=features)
-        self.learned_costs: CostEstimator | None = None if cost_learning is None else cost_learning.start(problem.costs)
+        learning = self.settings.learn_costs if guessed_costs else None
+        self.learned_costs: CostEstimator | None = None if learning is None else learning.start(problem.costs)
         certificate = self.settings.certificate
         model = certificate.model
         if self.value_offsets is not None and model != "gaussian":

@@ -13,9 +13,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from gittinseval.core.cost_learning import CostLearning
-from gittinseval.core.objective import Objective
 from gittinseval.core.protocol import FALLBACK_BATCH_SIZE
+from gittinseval.core.session import RunSettings
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.driver import evaluate_async
 from gittinseval.live.dry_run import dry_run_report
@@ -103,6 +102,7 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
     if cfg.get("store") is None:
         default_store(cfg)  # outside a Hydra app: its error says to give store=
     output_dir = Path(output_dir)
+    settings = RunSettings.from_config(cfg)
     config = LiveConfig(
         budget_usd=cfg.budget_usd,
         policy=instantiate(cfg.policy),
@@ -112,16 +112,16 @@ def run_live(cfg: DictConfig, output_dir: str | Path) -> LiveResult:
         fork=cfg.fork,
         concurrency=cfg.concurrency,
         stop_at_signal=cfg.stop_at_signal,
-        certificate=cfg.certificate,
-        stop_when=cfg.stop_when,
-        learn_costs=None if cfg.learn_costs is None else CostLearning(**cfg.learn_costs),
+        certificate=settings.certificate,
+        stop_when=settings.stop_when,
+        learn_costs=settings.learn_costs,
         max_retries=cfg.max_retries,
         retry_backoff=cfg.retry_backoff,
         progress=cfg.progress,
         logger=instantiate(cfg.logger),
         log_config=OmegaConf.to_container(cfg, resolve=True),
         log_dir=output_dir,
-        objective=Objective.from_config(cfg.get("objective")),
+        objective=settings.objective,
     )
     output_dir.mkdir(parents=True, exist_ok=True)
     result = asyncio.run(evaluate_async(task, config))

@@ -16,6 +16,7 @@ from gittinseval.core.gittins import GittinsPolicy
 from gittinseval.core.objective import Objective
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import Policy, Request
+from gittinseval.core.session import RunSettings
 from gittinseval.utils.validation import non_negative_float, non_negative_int, positive_float, positive_int
 
 __all__ = ["LiveConfig"]
@@ -125,6 +126,11 @@ class LiveConfig:
             raise ValueError(f"prior must be a GaussianPrior (resolve a BenchmarkPrior first), got {self.prior!r}")
         if self.fork is not None and self.store is not None and self.fork.resolve() == self.store.resolve():
             raise ValueError(f"fork={self.fork} is the store it forks: give the fork a path of its own")
+
+    @property
+    def run_settings(self) -> RunSettings:
+        """What the run states, recommends and learns, as the simulator's runs have it."""
+        return RunSettings(self.certificate, self.stop_when, self.objective, self.learn_costs)
 
     @property
     def run_store(self) -> Path | None:

@@ -21,7 +21,7 @@ from gittinseval.core.cost_learning import CostEstimator
 from gittinseval.core.posterior import FiniteBenchmarkPosterior
 from gittinseval.core.priors import GaussianPrior
 from gittinseval.core.protocol import EvaluationProblem, Request, check_live_support, validate_scores
-from gittinseval.core.session import RunSession, RunSettings
+from gittinseval.core.session import RunSession
 from gittinseval.live.config import LiveConfig
 from gittinseval.live.failures import ScoringError
 from gittinseval.live.ledger import Attempt, Ledger
@@ -149,17 +149,17 @@ class Evaluator:
                 raw_budget = None
             else:
                 raw_budget = config.budget_usd / task.dollars_per_raw_unit
-            learning = config.learn_costs if task.cost_unit == DOLLARS else None
+            guessed = task.cost_unit == DOLLARS
             self.session = RunSession(
                 self.policy,
                 self._problem(task, prior, raw_budget, offsets),
                 seed=config.seed,
-                settings=RunSettings(config.certificate, config.stop_when, self.objective),
+                settings=config.run_settings,
                 prices=prices,
-                cost_learning=learning,
+                guessed_costs=guessed,
                 attributes=task.attributes,
             )
-            self.settings = run_settings(task, prior, self.policy, config.seed, learning)
+            self.settings = run_settings(task, prior, self.policy, config.seed, config.learn_costs if guessed else None)
             if self.objective.name != "accuracy":
                 # Only then: the stores made before objectives existed keep their settings.
                 self.settings["objective"] = self.objective.as_dict()

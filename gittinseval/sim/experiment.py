@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gittinseval.core.certificate import format_certificate
@@ -70,7 +70,8 @@ def config_digest(cfg: DictConfig) -> str:
 
     The bundled baselines' ``_target_``s are hashed by their names from before they moved into the
     package (:func:`~gittinseval.core.params.legacy_targets`: ``gittinseval.baselines.ucbe.UCBEPolicy``
-    as ``baselines.ucbe.UCBEPolicy``), so the stored runs keep their digests.
+    as ``baselines.ucbe.UCBEPolicy``), and ``learn_costs`` where it was set before it became a run
+    setting (:func:`_cost_learning_as_stored`), so the stored runs keep their digests.
     """
     # Each setting resolved on its own, the neutral ones not at all: `OmegaConf.to_container(cfg, resolve=True)`
     # without them, but a sweep's check of its finished runs no longer parses the logger's interpolation per run.
@@ -110,7 +111,7 @@ def trial_digests(cfg: DictConfig) -> list[str]:
 
 def _digest(settings: dict) -> str:
     """The digest of a config's resolved settings without :data:`RESULT_NEUTRAL_KEYS` (left as they are)."""
-    settings = legacy_targets(settings)
+    settings = _cost_learning_as_stored(legacy_targets(settings))
     for key, default in LATER_SETTINGS.items():
         *groups, name = key.split(".")
         node = settings
@@ -119,6 +120,28 @@ def _digest(settings: dict) -> str:
         if isinstance(node, dict) and name in node and node[name] == default:
             del node[name]
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def _cost_learning_as_stored(settings: dict) -> dict:
+    """``settings`` (a copy) with ``learn_costs`` where the digests of the stored runs have it.
+
+    Before it was a run setting, a simulation learned costs only under ``cost=per_cell_learned``,
+    whose group held ``learn``, ``pseudo_count`` and ``refresh_share``: for a cost mode that plans
+    with a guess (its class's ``guesses_costs``), ``learn_costs`` goes back there.  A mode of known
+    costs learns nothing whatever ``learn_costs`` says, so it is left out of the digest.
+    """
+    settings = dict(settings)
+    learning = settings.pop("learn_costs", LATER_SETTINGS["learn_costs"])
+    cost = settings.get("cost")
+    if isinstance(cost, dict) and _guesses_costs(cost.get("_target_")):
+        written = LATER_SETTINGS["learn_costs"] if learning is None else learning
+        settings["cost"] = {**cost, "learn": learning is not None, **written}
+    return settings
+
+
+@functools.cache
+def _guesses_costs(target: str | None) -> bool:
+    return target is not None and getattr(get_class(target), "guesses_costs", False)
 
 
 def _resolved(cfg: DictConfig | ListConfig, key: str | int) -> object:

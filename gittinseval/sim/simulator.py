@@ -176,10 +176,11 @@ def simulate(
         cell_costs: ``[K, N]`` raw cost of each cell, charged instead of ``costs``
             (which the policy still plans with); their row sums must equal
             ``N * costs``, so that the budget is the same fraction of all cells.
-        cost_plan: the costs the policy plans with instead of ``costs`` (which still set
-            the budget and are charged), and whether it learns them from the charges
-            (:class:`~gittinseval.core.cost_learning.CostEstimator`).  The summary records the
-            plan's name (``cost_plan``) and the re-plans (``cost_refreshes``).
+        cost_plan: the guessed costs the policy plans with instead of ``costs`` (which still set
+            the budget and are charged), learned from the charges by ``settings.learn_costs``
+            (:class:`~gittinseval.core.cost_learning.CostEstimator`; ``None``: it keeps the guess).  The
+            summary records the plan's name, with ``", learned"`` when it learns (``cost_plan``), and the
+            re-plans (``cost_refreshes``).
         cost_mode, prior_name: names recorded in the summary.
         progress: show a progress bar.
         checkpoint_certificates: add the summary's ``certificates`` (above).
@@ -239,10 +240,8 @@ def simulate(
     confidence_step = None
 
     started = time.perf_counter()
-    session = RunSession(
-        policy, problem, seed=seed, settings=settings, prices=prices,
-        cost_learning=None if cost_plan is None else cost_plan.learning,
-    )
+    guessed = cost_plan is not None
+    session = RunSession(policy, problem, seed=seed, settings=settings, prices=prices, guessed_costs=guessed)
     record = CertificateRecord(session, prior, compare_certificates)
     # The bar counts percent of the budget: raw costs are long floats.
     bar_format = "{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed}<{remaining}"
@@ -355,8 +354,8 @@ def simulate(
         qualified = None if session.choice is None else session.choice.qualified
         summary["objective"] = {**objective.as_dict(), "qualified": qualified}
     if cost_plan is not None:
-        summary["cost_plan"] = cost_plan.name
         learned = session.learned_costs
+        summary["cost_plan"] = cost_plan.name + ("" if learned is None else ", learned")
         summary["cost_refreshes"] = 0 if learned is None else learned.n_refreshes
     return RunResult(trace=trace, summary=summary)
 

@@ -6,6 +6,7 @@ import pytest
 from gittinseval import (
     Benchmark,
     CellCost,
+    CostLearning,
     GaussianPrior,
     GittinsPolicy,
     LearnedCellCost,
@@ -13,6 +14,7 @@ from gittinseval import (
     PriceCost,
     RandomExampleOrder,
     Request,
+    RunSettings,
     UnitCost,
 )
 from gittinseval.sim.simulator import simulate
@@ -107,19 +109,22 @@ def test_the_misguess_is_a_seeded_share_of_the_arms_off_by_the_factor_either_way
     np.testing.assert_array_equal(guesses[0], mode.guess(bench, 0))
     assert len({tuple(np.round(np.log(g / bench.prices), 6)) for g in guesses}) > 1  # drawn per run seed
     np.testing.assert_array_equal(LearnedCellCost(misguess_factor=1.0).guess(bench, 0), bench.prices)
-    assert mode.plan_name == "5x off for 30%, learned" and LearnedCellCost(learn=False).plan_name == "true"
+    assert mode.plan_name == "5x off for 30%" and LearnedCellCost().plan_name == "true"
     with pytest.raises(ConfigError, match="misguess_factor must be at least 1"):
         LearnedCellCost(misguess_factor=0.2)
     with pytest.raises(ConfigError, match="refresh_share must be non-negative"):
-        LearnedCellCost(refresh_share=-1.0)
+        RunSettings(learn_costs={"pseudo_count": 1.0, "refresh_share": -1.0})
+    with pytest.raises(ConfigError, match=r"learn_costs has unknown keys \['learn'\]"):
+        RunSettings(learn_costs={"learn": True})
 
 
 def test_the_true_guess_not_learned_is_the_per_cell_run():
     bench = cell_benchmark(n_arms=6, n_examples=40)
     runs = []
-    for mode in (CellCost(), LearnedCellCost(misguess_factor=1.0, learn=False)):
+    for mode in (CellCost(), LearnedCellCost(misguess_factor=1.0)):
         runs.append(simulate(bench, GittinsPolicy(4, lam=1e-2), mode(bench), GaussianPrior(), budget_fraction=0.5,
-                             seed=2, cell_costs=mode.cell_costs(bench), cost_plan=mode.plan(bench, 2)))
+                             seed=2, cell_costs=mode.cell_costs(bench), cost_plan=mode.plan(bench, 2),
+                             settings=RunSettings(learn_costs=None)))
     for column in ("arm", "cost", "recommended"):
         np.testing.assert_array_equal(runs[0].trace[column], runs[1].trace[column])
     assert "cost_plan" not in runs[0].summary and runs[1].summary["cost_plan"] == "true"
@@ -129,11 +134,12 @@ def test_the_simulator_hands_the_policy_the_estimate_from_the_charged_cells_when
     """The budget is a share of the true costs, the policy starts from the guess, and it gets the estimates
     (n0 g + S) / (n0 + n) of the cells charged so far whenever an arm's moves by more than the share."""
     bench = cell_benchmark(seed=1, n_arms=5, n_examples=40)
-    mode = LearnedCellCost(misguess_factor=5.0, misguessed_share=0.4, pseudo_count=2.0, refresh_share=0.1)
+    mode = LearnedCellCost(misguess_factor=5.0, misguessed_share=0.4)
     plan = mode.plan(bench, 3)
     policy = RecordingCosts()
     result = simulate(bench, policy, mode(bench), GaussianPrior(), budget_fraction=0.6, seed=3,
-                      cell_costs=mode.cell_costs(bench), cost_plan=plan)
+                      cell_costs=mode.cell_costs(bench), cost_plan=plan,
+                      settings=RunSettings(learn_costs=CostLearning(pseudo_count=2.0, refresh_share=0.1)))
     np.testing.assert_array_equal(policy.told_costs, plan.guess)
     assert not np.allclose(plan.guess, bench.prices)
     assert result.summary["budget"] == pytest.approx(0.6 * bench.cell_costs.sum(), rel=1e-12)

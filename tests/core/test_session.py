@@ -55,7 +55,8 @@ def test_learned_costs_reach_the_policy_before_it_observes_the_batch():
     guess = np.ones(K)
     true = np.array([4.0, 1.0, 1.0, 1.0, 1.0])
     learning = CostLearning(1.0, 0.1)
-    session = RunSession(GittinsPolicy(batch_size=4), _problem(guess), seed=0, cost_learning=learning)
+    settings = RunSettings(learn_costs=learning)
+    session = RunSession(GittinsPolicy(batch_size=4), _problem(guess), seed=0, settings=settings, guessed_costs=True)
     events = []
     policy = session.policy
     observe, update_costs = policy.observe, policy.update_costs
@@ -75,6 +76,11 @@ def test_learned_costs_reach_the_policy_before_it_observes_the_batch():
         if kind == "update":
             np.testing.assert_allclose(got, want)
     assert session.learned_costs.n_refreshes == estimator.n_refreshes > 0
+    # Known costs are not learned, whatever the settings say: the same charges leave the policy's costs alone.
+    known = RunSession(GittinsPolicy(batch_size=4), _problem(guess), seed=0, settings=settings)
+    known.policy.update_costs = lambda costs: pytest.fail("known costs were re-planned")
+    _drive(known, _scores(), charges=true)
+    assert known.learned_costs is None
 
 
 def test_the_value_objective_certifies_the_shifted_targets():
@@ -116,7 +122,11 @@ def test_an_anytime_stop_is_the_confidence_sequences_statement():
 def test_settings_from_a_config_and_their_defaults():
     settings = RunSettings.from_config({"stop_when": {"prob_eps_best": 0.9, "eps": 0.02}, "certificate": None})
     assert settings.stop_when == ConfidenceStop(0.9, 0.02) and settings.certificate == CertificateSettings()
+    assert settings.learn_costs == CostLearning()
     defaults = RunSettings.defaults_as_config()
     assert RunSettings.from_config(defaults) == RunSettings()
+    assert RunSettings.from_config({"learn_costs": None}).learn_costs is None  # null: the guess is kept
+    learning = RunSettings.from_config({"learn_costs": {"pseudo_count": 3.0, "refresh_share": 0.0}}).learn_costs
+    assert learning == CostLearning(pseudo_count=3.0, refresh_share=0.0)
     with pytest.raises(ValueError, match="stop_when.mode must be one of posterior, anytime"):
         RunSettings(stop_when={"mode": "sometimes"})

@@ -183,6 +183,11 @@ def test_a_digest_is_that_of_the_whole_resolved_config_without_the_neutral_keys(
                 del settings[key]
         if settings["benchmark"].get("prices") == "tokens":  # a later setting inside a group, at its default
             del settings["benchmark"]["prices"]
+        # Learned costs: where they were set before they became a run setting (in cost=per_cell_learned's group),
+        # and out of the digest of known costs.
+        learning = settings.pop("learn_costs")
+        if settings["cost"]["_target_"] == "gittinseval.LearnedCellCost":
+            settings["cost"] |= {"learn": True, **learning}
         expected = hashlib.sha256(json.dumps(legacy_targets(settings), sort_keys=True).encode()).hexdigest()
         assert config_digest(cfg) == expected
 
@@ -274,6 +279,25 @@ def test_committed_runs_keep_their_config_digest(cost):
     cfg = compose_config("experiment=paper/main_gsm8k_zeroeval", "benchmark=gsm8k_zeroeval", f"cost={cost}",
                          "method=gittins_s", "seed=3")
     assert config_digest(cfg) in stored_digests(CODE_ROOT / "docs" / "results" / "main_gsm8k_zeroeval.parquet")
+
+
+def test_every_stored_learned_costs_run_keeps_its_digest_with_learn_costs_a_run_setting():
+    """The learned-costs store was run with `cost.learn`, `cost.pseudo_count` and `cost.refresh_share` in the cost
+    group: each of its runs is found by the digest of the same run with `learn_costs` a run setting."""
+    stored = stored_digests(CODE_ROOT / "docs" / "results" / "learned_costs.parquet")
+    digests = set()
+    for factor in (1, 5):
+        for learning in ("", "learn_costs=null"):
+            job = ["experiment=learned_costs", f"cost.misguess_factor={factor}", "seed=0", "trials=20"]
+            digests.update(trial_digests(compose_config(*job, *[learning] * bool(learning))))
+    ucbe = ["experiment=learned_costs", "method=ucbe", "cost.misguess_factor=1", "learn_costs=null", "seed=0"]
+    digests.update(trial_digests(compose_config(*ucbe, "trials=20")))
+    assert len(digests) == len(stored) == 100 and digests == stored
+    # Another learning is another run under a guess, and no other run where the costs are known.
+    job = ["experiment=learned_costs", "cost.misguess_factor=5", "seed=0"]
+    assert config_digest(compose_config(*job, "learn_costs.pseudo_count=2.0")) not in stored
+    known = ["benchmark=gsm8k_zeroeval", "cost=per_cell", "seed=0"]
+    assert config_digest(compose_config(*known, "learn_costs=null")) == config_digest(compose_config(*known))
 
 
 # Sweeps of committed stores with runs of the bundled baselines, narrowed to stay quick: (experiment, narrowed
