@@ -1,11 +1,13 @@
 """Shared test helpers."""
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -130,25 +132,34 @@ def _is_pytests(handler: logging.Handler) -> bool:
     return type(handler).__module__.startswith("_pytest")
 
 
-@pytest.fixture(autouse=True)
-def _logging_as_it_was():
-    """Each test leaves the loggers it found as it found them: their handlers, levels and flags.
+@contextlib.contextmanager
+def logging_as_it_was() -> Iterator[None]:
+    """Leave the loggers found on entry as they were: their handlers, levels and flags.
 
     A Hydra app run in-process (``main()`` under a patched ``sys.argv``) configures logging, and
     its console handler on the root logger writes to the stream the test captured, closed when
     the test ends: every later record, of any test, was then a ``--- Logging error ---`` report
     ending in ``Arguments: (...)`` on that test's stderr, in place of its own last line.  pytest's
-    own capture handlers are left to pytest.  Loggers made during the test are left as they are.
+    own capture handlers are left to pytest.  Loggers made meanwhile are left as they are.
     """
     loggers = [logging.root, *(logger for logger in logging.root.manager.loggerDict.values()
                                 if isinstance(logger, logging.Logger))]
     before = {logger: ([h for h in logger.handlers if not _is_pytests(h)], logger.level, logger.propagate,
                        logger.disabled) for logger in loggers}
-    yield
-    for logger, (handlers, level, propagate, disabled) in before.items():
-        logger.handlers[:] = handlers + [h for h in logger.handlers if _is_pytests(h)]
-        logger.setLevel(level)
-        logger.propagate, logger.disabled = propagate, disabled
+    try:
+        yield
+    finally:
+        for logger, (handlers, level, propagate, disabled) in before.items():
+            logger.handlers[:] = handlers + [h for h in logger.handlers if _is_pytests(h)]
+            logger.setLevel(level)
+            logger.propagate, logger.disabled = propagate, disabled
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """Each test leaves the loggers it found as it found them (:func:`logging_as_it_was`)."""
+    with logging_as_it_was():
+        yield
 
 
 @pytest.fixture

@@ -1,6 +1,9 @@
 """The ``gittinseval`` app: a baseline kept outside the repository joins method sweeps and the help."""
 
+import contextlib
+import io
 import json
+import logging
 import os
 import re
 import subprocess
@@ -12,6 +15,7 @@ import pytest
 
 from gittinseval.cli.configs import search_path_dirs
 from gittinseval.cli.simulate import main
+from tests.conftest import logging_as_it_was
 
 OUTSIDE_POLICY = '''
 import numpy as np
@@ -114,3 +118,26 @@ def test_all_subjects_without_multirun_is_one_line_and_exit_2(monkeypatch, capsy
     assert capsys.readouterr().err == (
         "gittinseval: error: benchmark.subject=all sweeps the 57 MMLU subjects: add -m (multirun)\n"
     )
+
+
+def test_an_app_run_in_process_leaves_no_handler_on_its_closed_stream_for_later_records(monkeypatch, tmp_path, capfd):
+    """Regression (the tests' ``logging_as_it_was``): a Hydra app run in-process adds a console handler on the
+    stream it was given; once that stream is closed, every later record was a ``--- Logging error ---`` report."""
+
+    def run_app(name):
+        stream = io.StringIO()
+        monkeypatch.setattr(sys, "argv", ["gittinseval", "benchmark.subject=abstract_algebra", "budget=0.003",
+                                          "logger=none", f"hydra.run.dir={tmp_path / name}"])
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+            main()
+        stream.close()
+
+    with logging_as_it_was():
+        run_app("restored")
+    logging.getLogger("gittinseval").warning("a record after the run")
+    assert "Logging error" not in capfd.readouterr().err
+    # The check can fail: without the restore, the app's handler outlives its stream.
+    with logging_as_it_was():
+        run_app("leaked")
+        logging.getLogger("gittinseval").warning("a record after the run")
+        assert "--- Logging error ---" in capfd.readouterr().err
