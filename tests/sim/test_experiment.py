@@ -69,6 +69,16 @@ def test_every_experiment_runs_its_first_sweep_point(experiment, tmp_path):
     assert summary["total_cost"] >= 0.003 * summary["exhaustive_cost"] or summary["policy"] in ("pbgi", "logei")
 
 
+def test_every_experiment_but_the_main_job_names_committed_stores_whose_runs_a_rerun_skips():
+    for experiment in EXPERIMENTS:
+        stores = compose_config(f"experiment={experiment}").get("results_store")
+        if experiment == "main":  # make run's job, which no store keeps
+            assert stores is None
+            continue
+        stores = [stores] if isinstance(stores, str) else list(stores or [])
+        assert stores and all((CODE_ROOT / store).is_file() for store in stores), (experiment, stores)
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_axis_can_be_narrowed_from_the_command_line(experiment):
     """Hydra composes the command line alone before it sweeps: each axis narrowed to one value must compose."""
