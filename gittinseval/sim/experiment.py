@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import logging
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import get_class, instantiate
+from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gittinseval.core.certificate import format_certificate
@@ -141,7 +142,12 @@ def _cost_learning_as_stored(settings: dict) -> dict:
 
 @functools.cache
 def _guesses_costs(target: str | None) -> bool:
-    return target is not None and getattr(get_class(target), "guesses_costs", False)
+    # A target that does not import is no guessing mode here: building the run names it in one line.
+    module, _, name = (target or "").rpartition(".")
+    try:
+        return bool(getattr(getattr(importlib.import_module(module), name), "guesses_costs", False))
+    except (ImportError, AttributeError, ValueError):
+        return False
 
 
 def _resolved(cfg: DictConfig | ListConfig, key: str | int) -> object:

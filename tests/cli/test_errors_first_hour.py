@@ -85,6 +85,7 @@ def hydra_command(case, inputs, tmp_path):
         "a flag after the overrides": [*matrix, f"benchmark.path={SCORES}", "-m", "seed=0,1"],
         "live flag after the overrides": [*live, "--cfg", "job", "task=mmlu"],
         "batch size larger than N": [*matrix, f"benchmark.path={inputs / 'small.npy'}", "policy.batch_size=8"],
+        "a cost target that does not import": [*sim, "cost._target_=gittinseval.NoSuchCost"],
     }[case]
 
 
@@ -116,6 +117,7 @@ def hydra_command(case, inputs, tmp_path):
         ("live flag after the overrides", "unrecognized arguments: task=mmlu; flags (-m, --cfg job"),
         ("batch size larger than N", "policy.batch_size (8) is larger than the number of examples N = 6; give "
                                      "policy.batch_size=6 or less"),
+        ("a cost target that does not import", "Error loading 'gittinseval.NoSuchCost'"),
     ],
 )
 def test_a_bad_input_of_the_first_hour_is_one_line_with_the_remedy(inputs, tmp_path, case, message):
