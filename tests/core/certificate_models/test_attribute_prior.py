@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gittinseval.core.certificate_models import EmpiricalBayesModel
-from gittinseval.core.certificate_models.attribute_prior import AttributePrior, has_shared_attributes
+from gittinseval.core.certificate_models.attribute_prior import AttributePrior, _CrossedEffectsEM, has_shared_attributes
 from gittinseval.core.observations import ObservedCells
 
 
@@ -92,3 +92,105 @@ def test_the_certificate_is_calibrated_on_grids_drawn_from_its_own_model():
     # 30 draws: the mean stated P(best) within 3 standard errors of the share that came true.
     share = np.mean(happened)
     assert abs(np.mean(stated) - share) < 3 * np.sqrt(0.25 / 30)
+
+
+def _small_problem(rng, n_models=4, n_templates=6):
+    means, features, _ = _crossed(n_models, n_templates, (0.01, 0.002), 0.001, rng)
+    counts = rng.integers(0, 40, means.size)
+    counts[:3] = np.maximum(counts[:3], 1)
+    observed, _ = _observe(means, features, 200, counts, rng)
+    return observed, features
+
+
+def test_the_mixed_model_equations_match_a_dense_generalised_least_squares_solve():
+    rng = np.random.default_rng(5)
+    observed, features = _small_problem(rng)
+    prior = AttributePrior(features)
+    seen = observed.n_seen > 0
+    counts = observed.n_seen[seen].astype(float)
+    factor = (200 - counts) / (199 * counts)
+    em = _CrossedEffectsEM(prior.columns[seen], observed.score_sum[seen] / counts, factor, prior.n_levels)
+    state = np.concatenate([np.log([0.02, 0.003, 0.001]), rng.uniform(0.3, 0.8, counts.size)])
+    theta, covariance = em.solution(state)
+    # The design written out: an intercept column, then one indicator column per model and per template.
+    design = np.zeros((counts.size, em.size))
+    design[:, 0] = 1.0
+    design[np.arange(counts.size), 1 + features[seen, 0]] = 1.0
+    design[np.arange(counts.size), 1 + 4 + features[seen, 1]] = 1.0
+    fitted = np.clip(state[3:], 0.02, 0.98)
+    weights = 1.0 / (fitted * (1 - fitted) * factor + 0.001)
+    precision = np.diag(np.r_[0.0, np.full(4, 1 / 0.02), np.full(6, 1 / 0.003)])
+    normal = design.T @ (weights[:, None] * design) + precision
+    expected = np.linalg.solve(normal, design.T @ (weights * observed.score_sum[seen] / counts))
+    np.testing.assert_allclose(theta, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(covariance, np.linalg.inv(normal), rtol=1e-9, atol=1e-12)
+
+
+def test_the_accelerated_fit_ends_at_the_fixed_point_of_plain_em():
+    rng = np.random.default_rng(6)
+    observed, features = _small_problem(rng, 6, 12)
+    prior = AttributePrior(features, tolerance=1e-9, max_iterations=1000)
+    prior.fit(observed.score_sum, observed.n_seen, 200, np.ones(features.shape[0]))
+    assert prior.converged
+    seen = observed.n_seen > 0
+    counts = observed.n_seen[seen].astype(float)
+    em = _CrossedEffectsEM(
+        prior.columns[seen], observed.score_sum[seen] / counts, (200 - counts) / (199 * counts), prior.n_levels
+    )
+    state = em.initial_state(float(observed.score_sum[seen].sum() / counts.sum()))
+    for _ in range(20000):
+        state = em.step(state)
+    np.testing.assert_allclose(prior.effect_variances, em.spreads(state), rtol=1e-4)
+    assert prior.interaction == pytest.approx(em.interaction(state), rel=1e-4)
+    theta, covariance = em.solution(state)
+    np.testing.assert_allclose(prior.mean, theta[prior.columns].sum(axis=1), atol=1e-7)
+    # An arm's prior variance: the interaction plus z' C z, written out over its intercept and levels.
+    arm = 0
+    z = np.zeros(em.size)
+    z[prior.columns[arm]] = 1.0
+    assert prior.variance[arm] == pytest.approx(em.interaction(state) + z @ covariance @ z, rel=1e-4)
+
+
+def test_the_variance_update_maximises_the_penalised_complete_data_likelihood():
+    # The M-step of s_d^2 given E[sum_l a_l^2] = S over L levels, with the Gamma(2, ->0) prior on s_d: the maximiser
+    # of -(L / 2) log s^2 - S / (2 s^2) + log s_d, found numerically, is S / (L - 1).
+    from scipy.optimize import minimize_scalar
+
+    total, n_levels = 0.37, 15
+    found = minimize_scalar(
+        lambda log_v: (n_levels / 2) * log_v + total / (2 * np.exp(log_v)) - 0.5 * log_v,
+        bounds=(-12, 2),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    assert np.exp(found.x) == pytest.approx(total / (n_levels - 1), rel=1e-6)
+    rng = np.random.default_rng(7)
+    observed, features = _small_problem(rng)
+    prior = AttributePrior(features)
+    seen = observed.n_seen > 0
+    counts = observed.n_seen[seen].astype(float)
+    em = _CrossedEffectsEM(
+        prior.columns[seen], observed.score_sum[seen] / counts, (200 - counts) / (199 * counts), prior.n_levels
+    )
+    state = em.initial_state(0.6)
+    theta, covariance = em.solution(state)
+    models = slice(1, 5)
+    expected = np.sum(theta[models] ** 2 + np.diag(covariance)[models]) / 3
+    assert em.spreads(em.step(state))[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_fit_on_two_arms_converges_to_a_wide_prior_within_the_unit_interval():
+    # Two arms of a 5 x 5 grid cannot identify three variance components: the fit stays finite and its
+    # components at most 1/4, the largest variance of a mean in [0, 1].
+    features = np.stack([np.repeat(np.arange(5), 5), np.tile(np.arange(5), 5)], axis=1)
+    n_seen = np.zeros(25, dtype=np.int64)
+    n_seen[[0, 7]] = 10
+    score_sum = np.zeros(25)
+    score_sum[[0, 7]] = [9.0, 2.0]
+    prior = AttributePrior(features)
+    prior.fit(score_sum, n_seen, 100, np.ones(25))
+    assert prior.converged
+    assert np.all(prior.effect_variances <= 0.25) and prior.interaction <= 0.25
+    assert np.all(np.isfinite(prior.mean)) and np.all(prior.variance > 0)
+    # Its unseen arms sit between the two seen ones, by the levels they share with them.
+    assert 0.2 < prior.mean[12] < 0.9
