@@ -23,8 +23,8 @@ of an attribute's effects trade off).  Then
 
 - ``s_d^2 = sum_l (a_d[l]^2 + C_ll) / (L_d - 1)``: EM's update under the boundary-avoiding prior of Chung et al.
   (2013), ``Gamma(2, -> 0)`` on ``s_d`` (the divisor ``L_d - 1`` instead of ``L_d``).  It keeps the estimate off
-  0, where plain EM creeps towards the floor for hundreds of steps (on real MMLU runs a template variance
-  had not settled after 5000 backfitting sweeps);
+  0, where plain EM creeps towards the floor for hundreds of steps (on real MMLU runs the model and template
+  variances had not settled after 5000 backfitting sweeps);
 - ``s_e^2`` is the moment estimate ``sum w_k^2 (r_k^2 / (1 - h_k) - v_k) / sum w_k^2`` over observed arms
   (``r_k = y_k - z_k theta`` the residual, ``h_k = w_k z_k' C z_k`` the arm's leverage), floored at 0, plus
   its standard error ``sqrt(sum w_k^4 2 (v_k + s_e^2)^2) / sum w_k^2`` (and ``1e-5``): when the arms are
