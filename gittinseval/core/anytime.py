@@ -109,6 +109,10 @@ class AnytimeCertifier:
         self._upper = np.ones(self.n_arms)
         self._n_seen = np.zeros(self.n_arms, dtype=np.int64)
         self._offsets = np.zeros(self.n_arms) if offsets is None else np.asarray(offsets, dtype=np.float64)
+        # The last statement, kept until the next update: a run asks for the same one several times a batch (its
+        # record, its stop, the stop of a comparison).
+        self._updates = 0
+        self._last_statement: tuple[tuple[int, float, int], EpsBestStatement] | None = None
         if self._offsets.shape != (self.n_arms,) or not np.isfinite(self._offsets).all():
             raise ValueError(f"offsets must be {self.n_arms} finite numbers, got shape {self._offsets.shape}")
 
@@ -144,6 +148,7 @@ class AnytimeCertifier:
         state.advance(x, self.n_examples, self.alpha, self._grid)
         self._lower[arm], self._upper[arm] = state.interval(self.n_examples, self._grid)
         self._n_seen[arm] = state.n
+        self._updates += 1
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``([K] lower, [K] upper)``: each arm's current ``L_k`` and ``U_k`` (read-only copies)."""
@@ -191,10 +196,13 @@ class AnytimeCertifier:
         """
         arm = self._arm(recommended)
         eps = non_negative_float("eps", eps)
+        key = (arm, eps, self._updates)
+        if self._last_statement is not None and self._last_statement[0] == key:
+            return self._last_statement[1]
         rival, rival_upper = self._rival(arm)
         lower = float(self._lower[arm] + self._offsets[arm])
         certified = 0.0 if rival_upper is None else max(0.0, rival_upper - lower)
-        return EpsBestStatement(
+        statement = EpsBestStatement(
             arm=arm,
             n_seen=int(self._n_seen[arm]),
             lower=lower,
@@ -206,6 +214,8 @@ class AnytimeCertifier:
             delta=self.delta,
             eps_best=bool(certified <= eps),
         )
+        self._last_statement = (key, statement)
+        return statement
 
     def reached(self, recommended: int, eps: float = 0.0) -> bool:
         """The confidence stop: whether ``recommended`` is certified eps-best now (see :meth:`statement`)."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gittinseval.core.anytime import EpsBestStatement
 from gittinseval.core.certificate import CERTIFICATE_MODELS, posterior_from_statistics
 from gittinseval.core.certifiers import Certifier, certifier_for
 from gittinseval.core.confidence_stop import ConfidenceStop
@@ -80,7 +81,7 @@ class CertificateRecord:
         self.stop_steps: dict[str, int | None] = dict.fromkeys(self._stop_certifiers)
         if self._anytime_stop:
             self.stop_steps[ANYTIME] = None
-        self.statements: list[dict[str, Any]] = []
+        self.statements: list[EpsBestStatement] = []
         self._state_cache: tuple[int, tuple[FiniteBenchmarkPosterior, ObservedCells]] | None = None
 
     def after_batch(self) -> None:
@@ -88,7 +89,7 @@ class CertificateRecord:
         session = self.session
         step = session.n_batches
         if session.anytime is not None:
-            self.statements.append(session.anytime_statement().as_dict())
+            self.statements.append(session.anytime_statement())
         stop = self._stop
         if stop is None:
             return
@@ -138,7 +139,7 @@ class CertificateRecord:
         posterior, observed = self._state_after(position)
         values = certifier.certify(posterior, observed, arm).as_dict()
         if self.statements:
-            values["anytime"] = self.statements[position]
+            values["anytime"] = self.statements[position].as_dict()
         return values
 
     def _state_after(self, position: int) -> tuple[FiniteBenchmarkPosterior, ObservedCells]:

@@ -193,3 +193,20 @@ def test_offsets_shift_the_statements_but_not_the_bounds():
         assert statement.eps_best == (certified <= 0.05)
     with pytest.raises(ValueError, match="offsets must be 3 finite numbers"):
         AnytimeCertifier(3, 40, 0.1, offsets=[0.0, np.nan, 1.0])
+
+
+def test_a_repeated_statement_is_reused_until_the_next_update():
+    certifier = AnytimeCertifier(2, 50, 0.1)
+    certifier.update(0, np.ones(10))
+    first = certifier.statement(0, 0.01)
+    assert certifier.statement(0, 0.01) is first
+    # Another eps or arm is a new statement; an update of any arm makes the old one stale.
+    assert certifier.statement(0, 0.02).eps == 0.02
+    assert certifier.statement(1, 0.01).arm == 1
+    certifier.update(1, np.zeros(10))
+    after = certifier.statement(0, 0.01)
+    assert after.rival_upper < first.rival_upper
+    fresh = AnytimeCertifier(2, 50, 0.1)
+    fresh.update(0, np.ones(10))
+    fresh.update(1, np.zeros(10))
+    assert fresh.statement(0, 0.01) == after
