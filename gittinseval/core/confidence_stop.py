@@ -104,11 +104,12 @@ class ConfidenceStop:
 
     def reached(self, posterior: FiniteBenchmarkPosterior, recommended: int) -> bool:
         """Whether ``P(recommended is eps-best) >= prob_eps_best`` under ``posterior``."""
-        lower, upper = eps_best_bounds(posterior.mean, posterior.variance, recommended, self.eps)
-        if lower >= self.prob_eps_best:
-            return True
-        if upper < self.prob_eps_best:
+        z = _standardised_margins(posterior.mean, posterior.variance, recommended, self.eps)
+        # The upper bound first: one normal CDF settles most checks, where the union bound takes K.
+        if float(ndtr(z.min())) < self.prob_eps_best:
             return False
+        if _union_bound(z) >= self.prob_eps_best:
+            return True
         # The same fixed normals against the strongest rivals only: an exact ceiling, cheap at many arms.
         mean, sd = np.asarray(posterior.mean, dtype=np.float64), np.sqrt(posterior.variance)
         for rivals in CEILING_RIVALS:
@@ -132,6 +133,12 @@ def eps_best_bounds(mean: ArrayLike, variance: ArrayLike, arm: int, eps: float) 
         arm: the arm in question.
         eps: the tolerance, ``>= 0``.
     """
+    z = _standardised_margins(mean, variance, arm, eps)
+    return _union_bound(z), float(ndtr(z.min()))
+
+
+def _standardised_margins(mean: ArrayLike, variance: ArrayLike, arm: int, eps: float) -> np.ndarray:
+    """``[K]`` ``(M_arm + eps - M_j) / sqrt(V_arm + V_j)``, so that ``q_j = Phi(z_j)``; ``+inf`` at ``arm``."""
     mean = np.asarray(mean, dtype=np.float64)
     arm = check_arm(arm, mean.size)
     margin = mean[arm] + eps - mean
@@ -139,9 +146,12 @@ def eps_best_bounds(mean: ArrayLike, variance: ArrayLike, arm: int, eps: float) 
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(spread > 0, margin / spread, np.where(margin >= 0, np.inf, -np.inf))
     z[arm] = np.inf
-    # ndtr(-z) rather than 1 - ndtr(z): the union bound sums small tails.
-    lower = max(0.0, 1.0 - float(ndtr(-z).sum()))
-    return lower, float(ndtr(z).min())
+    return z
+
+
+def _union_bound(z: np.ndarray) -> float:
+    """``max(0, 1 - sum_j Phi(-z_j))``; ``Phi(-z)`` rather than ``1 - Phi(z)``: the bound sums small tails."""
+    return max(0.0, 1.0 - float(ndtr(-z).sum()))
 
 
 def _eps_best_ceiling(mean: np.ndarray, sd: np.ndarray, arm: int, eps: float, n_samples: int, n_rivals: int) -> float:
