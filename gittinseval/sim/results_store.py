@@ -269,10 +269,12 @@ def _write_atomic(rows: list[RunRow], path: Path) -> None:
         raise
 
 
-def export_rows(rows: Iterable[RunRow], store: str | Path) -> tuple[int, int]:
+def export_rows(rows: Iterable[RunRow], store: str | Path, *, replace: bool = False) -> tuple[int, int]:
     """Add to ``store`` every row whose ``config_digest`` it does not hold yet; ``(added, already stored)``.
 
-    A run already stored is kept as it is.  Exports into one store from several processes
+    A run already stored is kept as it is, unless ``replace``: then every row is added and replaces the stored
+    run of its digest (the same configs rerun with changed code), and the second number counts the stored runs
+    replaced.  Of several rows with one digest the first counts.  Exports into one store from several processes
     at once are serialised by a lock file beside it (``<store>.lock``); the store is
     replaced whole, so a reader never sees half a file.
     """
@@ -288,21 +290,27 @@ def export_rows(rows: Iterable[RunRow], store: str | Path) -> tuple[int, int]:
     store.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{store}.lock"):
         stored = read_store(store) if store.exists() else []
-        digests = {row.summary["config_digest"] for row in stored}
+        digests = set() if replace else {row.summary["config_digest"] for row in stored}
         added = []
         for row in rows:
             if row.summary["config_digest"] not in digests:
                 digests.add(row.summary["config_digest"])
                 added.append(row)
+        if replace:
+            kept = [row for row in stored if row.summary["config_digest"] not in digests]
+            if added:
+                _write_atomic(kept + added, store)
+            return len(added), len(stored) - len(kept)
         if added:
             _write_atomic(stored + added, store)
     return len(added), len(rows) - len(added)
 
 
-def export(sources: Iterable[str | Path], store: str | Path) -> tuple[int, int]:
+def export(sources: Iterable[str | Path], store: str | Path, *, replace: bool = False) -> tuple[int, int]:
     """Add the runs of ``sources`` (sweep folders and stores, read by :func:`load_rows`) to the store
-    ``store`` (created if need be); ``(added, already stored)``, see :func:`export_rows`."""
-    return export_rows((row for source in sources for row in load_rows(source)), store)
+    ``store`` (created if need be); ``(added, already stored)``, or with ``replace`` ``(added, replaced)``: see
+    :func:`export_rows`."""
+    return export_rows((row for source in sources for row in load_rows(source)), store, replace=replace)
 
 
 def _file_version(path: Path) -> tuple[str, int, int, int] | None:

@@ -12,7 +12,7 @@ from gittinseval.sim.results_store import read_store
 from gittinseval.sim.simulator import RunResult
 
 
-def save_run(folder: Path, seed: int) -> None:
+def save_run(folder: Path, seed: int, wall_time: float = 1.0) -> None:
     """A finished run of seed ``seed`` (its config digest names the seed) in ``folder``."""
     cost = np.array([0.5, 1.0, 2.0])
     trace = {
@@ -20,7 +20,7 @@ def save_run(folder: Path, seed: int) -> None:
         "cost_pct": cost, "recommended": np.zeros(3, int), "regret": np.array([0.3, 0.1, 0.0]),
     }
     summary = {"benchmark": "toy", "label": "UCB-E", "seed": seed, "cost_mode": "unit", "budget_fraction": 0.1,
-               "config_digest": f"{seed:064x}"}
+               "config_digest": f"{seed:064x}", "wall_time_s": wall_time}
     RunResult(trace, summary).save(folder)
 
 
@@ -34,6 +34,28 @@ def test_export_adds_each_run_once_and_says_how_many(tmp_path, capsys):
     main(["export", str(tmp_path / "first"), str(tmp_path / "second"), "--to", str(store)])
     assert capsys.readouterr().out == f"{store}: added 1 run, 3 stored already\n"
     assert [row.summary["seed"] for row in read_store(store)] == [0, 1, 2, 9]
+
+
+def wall_times(store: Path) -> dict[int, float]:
+    return {row.summary["seed"]: row.summary["wall_time_s"] for row in read_store(store)}
+
+
+def test_export_with_replace_swaps_the_stored_runs_of_the_same_configs(tmp_path, capsys):
+    for seed in range(3):
+        save_run(tmp_path / "before" / f"s{seed}", seed)
+    save_run(tmp_path / "rerun" / "s1", 1, wall_time=5.0)
+    save_run(tmp_path / "rerun" / "s7", 7, wall_time=5.0)
+    store = tmp_path / "toy.parquet"
+    main(["export", str(tmp_path / "before"), "--to", str(store)])
+    capsys.readouterr()
+    main(["export", str(tmp_path / "rerun"), "--to", str(store)])
+    assert capsys.readouterr().out == f"{store}: added 1 run, 1 stored already\n"
+    assert wall_times(store) == {0: 1.0, 1: 1.0, 2: 1.0, 7: 5.0}
+    main(["export", str(tmp_path / "rerun"), "--to", str(store), "--replace"])
+    assert capsys.readouterr().out == f"{store}: added 2 runs, replacing 2 stored runs of the same configs\n"
+    # Nothing lost: the runs the rerun has not are kept, each config once.
+    assert wall_times(store) == {0: 1.0, 2: 1.0, 1: 5.0, 7: 5.0}
+    assert len(read_store(store)) == 4
 
 
 @pytest.mark.parametrize(
