@@ -92,7 +92,11 @@ class AttributePrior:
         levels = np.stack([np.unique(column, return_inverse=True)[1].reshape(-1) for column in features.T], axis=1)
         self.n_levels = (levels.max(axis=0) + 1).astype(np.int64)
         # Column of each arm's intercept and levels in theta = (mu, a_1, ..., a_D): [K, 1 + D].
-        offsets = 1 + np.concatenate([[0], np.cumsum(self.n_levels)[:-1]])
+        # The attribute with the most levels takes the last columns: the mixed-model equations eliminate it first
+        # (its block of Z'WZ is diagonal, each arm having one level of it), and only the columns before are factored.
+        self.column_order = np.argsort(self.n_levels, kind="stable")
+        offsets = np.empty_like(self.n_levels)
+        offsets[self.column_order] = 1 + np.concatenate([[0], np.cumsum(self.n_levels[self.column_order])[:-1]])
         self.columns = np.concatenate([np.zeros((levels.shape[0], 1), dtype=np.int64), levels + offsets], axis=1)
         self.tolerance = float(tolerance)
         self.max_iterations = int(max_iterations)
@@ -113,7 +117,11 @@ class AttributePrior:
             return
         correction = np.maximum(n_examples - counts[seen], 0.0) / (max(n_examples - 1, 1) * counts[seen])
         em = _CrossedEffectsEM(
-            self.columns[seen], score_sum[seen] / counts[seen], correction * np.asarray(dispersion)[seen], self.n_levels
+            self.columns[seen],
+            score_sum[seen] / counts[seen],
+            correction * np.asarray(dispersion)[seen],
+            self.n_levels,
+            self.column_order,
         )
         state = em.initial_state(float(score_sum[seen].sum() / counts[seen].sum()))
         self.converged = False
@@ -152,10 +160,19 @@ class _CrossedEffectsEM:
     ``c_k = phi_k (N - n_k) / (n_k (N - 1))`` (so that ``v_k = f_k (1 - f_k) c_k``), and the ``[D]`` levels per
     attribute."""
 
-    def __init__(self, columns: np.ndarray, y: np.ndarray, sampling_factor: np.ndarray, n_levels: np.ndarray) -> None:
+    def __init__(
+        self,
+        columns: np.ndarray,
+        y: np.ndarray,
+        sampling_factor: np.ndarray,
+        n_levels: np.ndarray,
+        column_order: np.ndarray,
+    ) -> None:
         self.columns, self.y, self.sampling_factor, self.n_levels = columns, y, sampling_factor, n_levels
         self.size = 1 + int(n_levels.sum())
-        self.attribute_of_level = np.repeat(np.arange(n_levels.size), n_levels)
+        self.attribute_of_level = np.repeat(column_order, n_levels[column_order])
+        # The last attribute's block of Z'WZ is diagonal (MMLU: 100 templates): the first columns alone are factored.
+        self._dense = self.size - int(n_levels[column_order[-1]])
         # The entries of Z'WZ that each arm's weight adds to.
         self.pairs = _pair_indices(columns, self.size)
 
@@ -194,7 +211,7 @@ class _CrossedEffectsEM:
         normal[np.arange(1, size), np.arange(1, size)] += 1.0 / self.spreads(state)[self.attribute_of_level]
         columns = self.columns
         right = np.bincount(columns.reshape(-1), weights=np.repeat(weight * self.y, columns.shape[1]), minlength=size)
-        covariance = cho_solve(cho_factor(normal), np.eye(size))
+        covariance = _block_inverse(normal, self._dense)
         return covariance @ right, covariance
 
     def step(self, state: np.ndarray) -> np.ndarray:
@@ -228,3 +245,26 @@ def _pair_indices(columns: np.ndarray, size: int) -> np.ndarray:
 def _quadratic_forms(covariance: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """``[n]`` ``z_k' C z_k`` of the design rows whose column pairs are ``pairs`` (:func:`_pair_indices`)."""
     return covariance.reshape(-1)[pairs].sum(axis=1)
+
+
+def _block_inverse(matrix: np.ndarray, dense: int) -> np.ndarray:
+    """The inverse of a symmetric positive definite ``[P, P]`` ``matrix`` whose block after its first ``dense`` rows
+    and columns is diagonal, by the Schur complement of that block: with ``E``, ``F`` and ``G = diag(g)`` the
+    blocks ``[:d, :d]``, ``[:d, d:]`` and ``[d:, d:]``, ``S = E - F G^-1 F'`` and
+
+        inverse = [[S^-1, -S^-1 F G^-1], [-G^-1 F' S^-1, G^-1 + G^-1 F' S^-1 F G^-1]],
+
+    so only ``S`` (``[d, d]``) is factored."""
+    g = np.diag(matrix)[dense:]
+    scaled = matrix[:dense, dense:] / g  # F G^-1
+    schur = matrix[:dense, :dense] - scaled @ matrix[dense:, :dense]
+    schur_inverse = cho_solve(cho_factor(schur), np.eye(dense))
+    cross = schur_inverse @ scaled  # S^-1 F G^-1
+    inverse = np.empty_like(matrix)
+    inverse[:dense, :dense] = schur_inverse
+    inverse[:dense, dense:] = -cross
+    inverse[dense:, :dense] = -cross.T
+    inverse[dense:, dense:] = scaled.T @ cross
+    diagonal = np.arange(dense, matrix.shape[0])
+    inverse[diagonal, diagonal] += 1.0 / g
+    return inverse

@@ -109,7 +109,9 @@ def test_the_mixed_model_equations_match_a_dense_generalised_least_squares_solve
     seen = observed.n_seen > 0
     counts = observed.n_seen[seen].astype(float)
     factor = (200 - counts) / (199 * counts)
-    em = _CrossedEffectsEM(prior.columns[seen], observed.score_sum[seen] / counts, factor, prior.n_levels)
+    em = _CrossedEffectsEM(
+        prior.columns[seen], observed.score_sum[seen] / counts, factor, prior.n_levels, prior.column_order
+    )
     state = np.concatenate([np.log([0.02, 0.003, 0.001]), rng.uniform(0.3, 0.8, counts.size)])
     theta, covariance = em.solution(state)
     # The design written out: an intercept column, then one indicator column per model and per template.
@@ -135,7 +137,11 @@ def test_the_accelerated_fit_ends_at_the_fixed_point_of_plain_em():
     seen = observed.n_seen > 0
     counts = observed.n_seen[seen].astype(float)
     em = _CrossedEffectsEM(
-        prior.columns[seen], observed.score_sum[seen] / counts, (200 - counts) / (199 * counts), prior.n_levels
+        prior.columns[seen],
+        observed.score_sum[seen] / counts,
+        (200 - counts) / (199 * counts),
+        prior.n_levels,
+        prior.column_order,
     )
     state = em.initial_state(float(observed.score_sum[seen].sum() / counts.sum()))
     for _ in range(20000):
@@ -170,7 +176,11 @@ def test_the_variance_update_maximises_the_penalised_complete_data_likelihood():
     seen = observed.n_seen > 0
     counts = observed.n_seen[seen].astype(float)
     em = _CrossedEffectsEM(
-        prior.columns[seen], observed.score_sum[seen] / counts, (200 - counts) / (199 * counts), prior.n_levels
+        prior.columns[seen],
+        observed.score_sum[seen] / counts,
+        (200 - counts) / (199 * counts),
+        prior.n_levels,
+        prior.column_order,
     )
     state = em.initial_state(0.6)
     theta, covariance = em.solution(state)
@@ -194,3 +204,16 @@ def test_a_fit_on_two_arms_converges_to_a_wide_prior_within_the_unit_interval():
     assert np.all(np.isfinite(prior.mean)) and np.all(prior.variance > 0)
     # Its unseen arms sit between the two seen ones, by the levels they share with them.
     assert 0.2 < prior.mean[12] < 0.9
+
+
+def test_the_order_of_the_attributes_does_not_matter():
+    rng = np.random.default_rng(8)
+    observed, features = _small_problem(rng, 7, 5)
+    fits = []
+    for order in ([0, 1], [1, 0]):
+        prior = AttributePrior(features[:, order])
+        prior.fit(observed.score_sum, observed.n_seen, 200, np.ones(features.shape[0]))
+        fits.append(prior)
+    np.testing.assert_allclose(fits[0].mean, fits[1].mean, atol=1e-10)
+    np.testing.assert_allclose(fits[0].variance, fits[1].variance, rtol=1e-8)
+    np.testing.assert_allclose(fits[0].effect_variances, fits[1].effect_variances[::-1], rtol=1e-8)
