@@ -102,16 +102,23 @@ def _small_problem(rng, n_models=4, n_templates=6):
     return observed, features
 
 
-def test_the_mixed_model_equations_match_a_dense_generalised_least_squares_solve():
-    rng = np.random.default_rng(5)
-    observed, features = _small_problem(rng)
-    prior = AttributePrior(features)
+def _em_of(prior, observed):
+    """The EM map of ``prior``'s fit on the observed arms of ``observed`` (``N = 200``), and their counts."""
     seen = observed.n_seen > 0
     counts = observed.n_seen[seen].astype(float)
     factor = (200 - counts) / (199 * counts)
     em = _CrossedEffectsEM(
         prior.columns[seen], observed.score_sum[seen] / counts, factor, prior.n_levels, prior.column_order
     )
+    return em, seen, counts
+
+
+def test_the_mixed_model_equations_match_a_dense_generalised_least_squares_solve():
+    rng = np.random.default_rng(5)
+    observed, features = _small_problem(rng)
+    prior = AttributePrior(features)
+    em, seen, counts = _em_of(prior, observed)
+    factor = (200 - counts) / (199 * counts)
     state = np.concatenate([np.log([0.02, 0.003, 0.001]), rng.uniform(0.3, 0.8, counts.size)])
     theta, covariance = em.solution(state)
     # The design written out: an intercept column, then one indicator column per model and per template.
@@ -134,16 +141,8 @@ def test_the_accelerated_fit_ends_at_the_fixed_point_of_plain_em():
     prior = AttributePrior(features, tolerance=1e-9, max_iterations=1000)
     prior.fit(observed.score_sum, observed.n_seen, 200, np.ones(features.shape[0]))
     assert prior.converged
-    seen = observed.n_seen > 0
-    counts = observed.n_seen[seen].astype(float)
-    em = _CrossedEffectsEM(
-        prior.columns[seen],
-        observed.score_sum[seen] / counts,
-        (200 - counts) / (199 * counts),
-        prior.n_levels,
-        prior.column_order,
-    )
-    state = em.initial_state(float(observed.score_sum[seen].sum() / counts.sum()))
+    em, _, counts = _em_of(prior, observed)
+    state = em.initial_state(float(observed.score_sum[observed.n_seen > 0].sum() / counts.sum()))
     for _ in range(20000):
         state = em.step(state)
     np.testing.assert_allclose(prior.effect_variances, em.spreads(state), rtol=1e-4)
@@ -172,16 +171,7 @@ def test_the_variance_update_maximises_the_penalised_complete_data_likelihood():
     assert np.exp(found.x) == pytest.approx(total / (n_levels - 1), rel=1e-6)
     rng = np.random.default_rng(7)
     observed, features = _small_problem(rng)
-    prior = AttributePrior(features)
-    seen = observed.n_seen > 0
-    counts = observed.n_seen[seen].astype(float)
-    em = _CrossedEffectsEM(
-        prior.columns[seen],
-        observed.score_sum[seen] / counts,
-        (200 - counts) / (199 * counts),
-        prior.n_levels,
-        prior.column_order,
-    )
+    em, _, _ = _em_of(AttributePrior(features), observed)
     state = em.initial_state(0.6)
     theta, covariance = em.solution(state)
     models = slice(1, 5)
