@@ -55,7 +55,6 @@ __all__ = [
     "win_probabilities",
 ]
 
-_LOG_TINY = -1e300
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,8 @@ class Lattice:
         self.step = 1.0 / (self.size - 1)
         if self.binary:
             self._log_factorial = gammaln(np.arange(self.n_examples + 1) + 1.0)  # [N + 1]
+            # log k! at index k + N, +inf for k < 0: [2N + 1].
+            self._padded_log_factorial = np.concatenate([np.full(self.n_examples, np.inf), self._log_factorial])
         # The coordinate of the prior's spline basis: the logit of each cell's middle, finite at 0 and 1.
         middle = (np.arange(self.size) + 0.5) / self.size
         self.logit_points = np.log(middle / (1.0 - middle))  # [X]
@@ -106,14 +107,14 @@ class Lattice:
         big_n = self.n_examples
         ones = np.rint(rows.score_sum).astype(np.int64)[:, None]  # [U, 1]
         unseen = (big_n - rows.n_seen.astype(np.int64))[:, None]
-        total = np.arange(self.size)[None, :]  # [1, X]: Y
-        above = total - ones  # Y - R, the unseen ones
-        below = ones + unseen - total  # R + m - Y, the unseen zeros
-        valid = (above >= 0) & (below >= 0)
-        lf = self._log_factorial
-        # log C(Y, R) + log C(N - Y, n - R) without the terms constant in Y.
-        log_lik = lf[total] - lf[np.clip(above, 0, big_n)] + lf[big_n - total] - lf[np.clip(below, 0, big_n)]
-        return np.where(valid, log_lik, -np.inf)
+        total = np.arange(self.size)  # Y
+        # log C(Y, R) + log C(N - Y, n - R) without the terms constant in Y: log Y! + log (N - Y)! minus the log
+        # factorials of Y - R (the unseen ones) and R + m - Y (the unseen zeros), each in [-N, N]; a negative one
+        # reads +inf from the padding, so Y where Zbar cannot lie gets -inf.
+        padded = self._padded_log_factorial
+        log_lik = (self._log_factorial[total] + self._log_factorial[big_n - total])[None, :]
+        log_lik = log_lik - padded[total[None, :] + (big_n - ones)]
+        return log_lik - padded[(ones + unseen + big_n) - total[None, :]]
 
     def _gaussian(self, rows: RowData) -> np.ndarray:
         big_n = self.n_examples
@@ -168,38 +169,47 @@ def eps_steps(lattice: Lattice, eps: float) -> float:
     return eps / lattice.step
 
 
+def _cdfs(post: np.ndarray, binary: bool) -> np.ndarray:
+    """``[U, X]`` ``F_u(x_i)``: the step CDF ``P(Zbar <= x_i)`` (0/1 scores) or the CDF at the middle of cell ``i``
+    (continuous), in ``[0, 1]``."""
+    lower = np.cumsum(post, axis=1)
+    if not binary:
+        lower -= 0.5 * post
+    return np.clip(lower, 0.0, 1.0, out=lower)
+
+
 def _log_cdfs(post: np.ndarray, binary: bool) -> np.ndarray:
-    """``[U, X]`` ``log F_u(x_i)``: the step CDF ``P(Zbar <= x_i)`` (0/1 scores) or the CDF at the middle
-    of cell ``i`` (continuous).  The upper half comes from ``log1p`` of the upper tail, so that products of
-    many CDFs near 1 keep their precision."""
+    """``[U, X]`` ``log F_u(x_i)`` (see :func:`_cdfs`).  The upper half comes from ``log1p`` of the upper tail, so
+    that sums of many logarithms of CDFs near 1 keep their precision."""
     upper = np.cumsum(post[:, ::-1], axis=1)[:, ::-1]  # P(Zbar >= x_i)
     above = np.zeros_like(post)
     above[:, :-1] = upper[:, 1:]  # P(Zbar > x_i)
-    lower = np.cumsum(post, axis=1)  # P(Zbar <= x_i)
     if not binary:
         above += 0.5 * post
-        lower -= 0.5 * post
     above = np.clip(above, 0.0, 1.0)
-    lower = np.clip(lower, 0.0, 1.0)
+    lower = _cdfs(post, binary)
     with np.errstate(divide="ignore"):
         return np.where(above < 0.5, np.log1p(-above), np.log(lower))
 
 
-def _shift(log_cdf: np.ndarray, steps: float, binary: bool) -> np.ndarray:
-    """``[U, X]`` ``log F_u(x_i + eps)`` with ``eps`` in lattice steps (``F = 1`` beyond the lattice)."""
-    size = log_cdf.shape[1]
+def _shift(values: np.ndarray, steps: float, binary: bool, log: bool) -> np.ndarray:
+    """``[U, X]`` ``F_u(x_i + eps)`` from ``[U, X]`` CDFs ``values`` (``log F`` in and out if ``log``), with ``eps``
+    in lattice steps (``F = 1`` beyond the lattice; continuous: linear between cell middles)."""
+    size = values.shape[1]
     if binary or steps == int(steps):
         whole = int(steps)
-        shifted = np.zeros_like(log_cdf)
+        shifted = np.zeros_like(values) if log else np.ones_like(values)
         if whole < size:
-            shifted[:, : size - whole] = log_cdf[:, whole:]
+            shifted[:, : size - whole] = values[:, whole:]
         return shifted
     position = np.arange(size) + steps
     lower = np.floor(position).astype(np.int64)
     weight = position - lower
-    padded = np.concatenate([np.exp(log_cdf), np.ones((log_cdf.shape[0], 2))], axis=1)
+    padded = np.concatenate([np.exp(values) if log else values, np.ones((values.shape[0], 2))], axis=1)
     lower = np.minimum(lower, size)
     cdf = (1.0 - weight) * padded[:, lower] + weight * padded[:, lower + 1]
+    if not log:
+        return cdf
     with np.errstate(divide="ignore"):
         return np.log(cdf)
 
@@ -207,7 +217,7 @@ def _shift(log_cdf: np.ndarray, steps: float, binary: bool) -> np.ndarray:
 def log_cdf_at_eps(post: np.ndarray, steps: float, binary: bool) -> np.ndarray:
     """``[U, X]`` ``log F_u(x_i + eps)`` of posterior rows ``post`` (``eps`` in lattice steps): what a row
     contributes to another row's ``P(eps-best)``."""
-    return _shift(_log_cdfs(post, binary), steps, binary)
+    return _shift(_log_cdfs(post, binary), steps, binary, log=True)
 
 
 def eps_best_against(own: np.ndarray, rivals_log_cdf: np.ndarray) -> float:
@@ -233,17 +243,19 @@ def win_probabilities(
     Returns:
         ``[R]`` ``P(best)`` and ``[R]`` ``P(eps-best)`` (the module docstring's sums).
     """
-    log_cdf = _log_cdfs(post, binary)  # [U, X]
+    cdf = _cdfs(post, binary)  # [U, X]
     rows = np.arange(post.shape[0]) if rows is None else np.asarray(rows)
     own = post[rows]  # [R, X]
+    shared = not np.all(counts == 1)
     results = []
-    for log_f in (log_cdf, _shift(log_cdf, steps, binary)):
-        total = counts @ np.where(np.isfinite(log_f), log_f, _LOG_TINY)  # [X]: S(x)
-        mine = log_f[rows]
-        # Where p_u(x) > 0, F_u(x) >= p_u(x) > 0, so S - log F_u is finite or -inf (another arm's F is 0).
-        with np.errstate(invalid="ignore", over="ignore"):
-            others = np.where(own > 0, np.exp(np.minimum(total[None, :] - mine, 0.0)), 0.0)
-        results.append(np.clip(np.sum(own * others, axis=1), 0.0, 1.0))
+    for f in (cdf, _shift(cdf, steps, binary, log=False)):
+        # prod_u F_u(x)^{c_u}: products of values in [0, 1], where sums of logarithms would take U x X logarithms.
+        # An underflow to 0 only drops terms below 1e-308.
+        product = np.prod(f**counts[:, None] if shared else f, axis=0)  # [X]
+        # Where p_u(x) > 0, F_u(x) >= p_u(x) > 0: p_u(x) prod_{v != u} F_v(x) = (p_u(x) / F_u(x)) prod_v F_v(x).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(own > 0, own / f[rows], 0.0)
+        results.append(np.clip(ratio @ product, 0.0, 1.0))
     return results[0], results[1]
 
 
